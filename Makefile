@@ -1,0 +1,129 @@
+# reprod: build the preloadable shim, its tests and benchmarks.
+#
+#   make          build/libreprod_shim.so and build/reprod
+#   make test     install missing Debian packages, build, run every test
+#   make bench    print the benchmark ratios
+#   make demo     run the example job natively and under the shim
+
+CC      ?= gcc
+MPICC   ?= mpicc
+BUILD   := build
+
+# -std=c11 (not gnu11) keeps floating-point contraction off; we also say it explicitly: an FMA
+# formed by the compiler would change the engine's bits.
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN)
+CFLAGS   ?=
+SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(MPI_INC) $(CFLAGS)
+
+# Only the headers of Open MPI are used (types, constants, prototypes of the hooked calls);
+# nothing links against it. `mpicc --showme:incdirs` names them.
+MPI_INCDIRS := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
+MPI_INC     := $(addprefix -I,$(MPI_INCDIRS)) -DOMPI_SKIP_MPICXX=1
+
+SHIM_SRC  := $(sort $(wildcard shim/*.c))
+HOOK_SRC  := $(sort $(wildcard hooks/*.c))
+SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
+HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
+
+SHIM      := $(BUILD)/libreprod_shim.so
+CORE      := $(BUILD)/libreprod_core.a
+TOOL      := $(BUILD)/reprod
+
+UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+MPI_SRC   := $(sort $(wildcard tests/mpi/*.c))
+MPI_BIN   := $(MPI_SRC:tests/mpi/%.c=$(BUILD)/tests/mpi/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+PROG_SRC  := $(sort $(wildcard tests/progs/*.c))
+PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
+STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
+STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
+TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(PROG_BIN) $(STANDIN_LIB)
+EX_SRC    := $(sort $(wildcard examples/*.c))
+EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
+
+.PHONY: all test test-unit test-scripts bench demo deps clean format
+
+all: $(SHIM) $(TOOL)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIMFLAGS) -MMD -MP -c $< -o $@
+
+# -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
+# NCCL, CUDA and PyTorch are reached through dlsym at run time only.
+$(SHIM): $(SHIM_OBJ) $(HOOK_OBJ) shim/exports.map
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
+	    -o $@ $(SHIM_OBJ) $(HOOK_OBJ) -ldl -lpthread -lm
+
+# The mechanisms without the hooks, for unit tests that exercise internal functions.
+$(CORE): $(SHIM_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+$(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $(TOOL_SRC) -o $@ $(CORE) -ldl -lpthread -lm
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+
+# Plain test programs (no shim, no MPI): what a preloaded process looks like from inside.
+$(BUILD)/tests/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude $(CFLAGS) $< -o $@ -ldl -lpthread -lm
+
+# Host-memory stand-ins for libraries a test machine lacks (libnccl, libcurand): used only by
+# tests, loaded RTLD_LOCAL by the test programs as the real frameworks do.
+$(BUILD)/tests/standins/lib%.so: tests/standins/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
+
+# Test programs are ordinary MPI programs: they do not know about the shim.
+$(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lm
+
+$(BUILD)/bench/bench_mpi%: bench/bench_mpi%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) -O3 $(CFLAGS) $< -o $@ -lm
+
+$(BUILD)/bench/%: bench/%.c $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O3 -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
+
+$(BUILD)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) $(CFLAGS) $< -o $@ -lm
+
+deps:
+	@tools/install-deps
+
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@tools/run-tests
+
+# One group: `make test-unit`, `make test-scripts`, or a single script with
+# `make test-scripts ONLY=tests/mpi_exactness.sh`.
+test-unit test-scripts: all $(TEST_BIN)
+	@tools/run-tests $(@:test-%=%) $(ONLY)
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@tools/run-bench
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(EX_BIN)
+	@tools/run-demo
+
+format:
+	clang-format -i include/*.h shim/*.[ch] hooks/*.[ch] tests/unit/*.[ch] tests/mpi/*.[ch] bench/*.c tools/*.c
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(SHIM_OBJ:.o=.d) $(HOOK_OBJ:.o=.d)

@@ -1,0 +1,38 @@
+# tests/lib.sh: what every test script shares. Source it from the repository root:
+#     . tests/lib.sh
+# Scripts exit 0 when they pass and print "FAIL: ..." with what differed when they do not.
+
+set -u
+ROOT=$(pwd)
+SHIM=$ROOT/build/libreprod_shim.so
+BUILD=$ROOT/build
+PYTHON=/usr/bin/python3 # Debian's, with numpy, torch and mpi4py
+
+# Open MPI refuses root unless told; CI runs as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No REPROD_* setting of the caller's may leak into a test.
+for variable in $(env | sed -n 's/^\(REPROD_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$variable"; done
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+ok() {
+    echo "ok: $*"
+}
+
+# mpirun NP ARGS...: a local job of NP ranks (oversubscribed: CI has 2 cores), bounded in time
+# so that a hang fails the test instead of the suite.
+run_mpi() {
+    local np=$1
+    shift
+    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun --oversubscribe --bind-to none -np "$np" "$@"
+}
+
+# run_mpi_shim NP ARGS...: the same, with the shim preloaded into every rank.
+run_mpi_shim() {
+    local np=$1
+    shift
+    run_mpi "$np" -x LD_PRELOAD="$SHIM" "$@"
+}
