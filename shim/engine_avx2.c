@@ -1,0 +1,291 @@
+/* engine_avx2.c: AVX2 versions of the exact fast-path kernels, chosen at run time.
+ *
+ * The same arithmetic as the generic kernels in engine.c and engine_exact_element (sums in
+ * binary64 from -0, the TwoSum cascade, the span check of engine_inner.h), written with
+ * intrinsics because the generic vector code has no unsigned 32-bit max/min and splits the
+ * float-to-double conversions. Built on x86-64 only; -ffp-contract=off keeps FMAs out.
+ */
+#include "engine_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2_FUNCTION __attribute__((target("avx2")))
+
+int engine_cpu_has_avx2(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same value */
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    }
+    return cached;
+}
+
+/* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the
+ * second pass. */
+#define FLOAT32_CHUNK 256
+
+/* Clear the inexact flag (we run in the default environment, MXCSR = 0x1f80). The memory
+ * clobber keeps the loads of the inputs, hence the additions, after it. */
+static inline void inexact_clear(void)
+{
+    unsigned int csr = 0x1f80;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+}
+
+/* Whether an inexact operation happened since inexact_clear. `sums` (where the results were
+ * stored) is handed to the asm so that every addition and store precedes the read. */
+static inline int inexact_raised(const double *sums)
+{
+    unsigned int csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : "r"(sums) : "memory");
+    return (csr & 0x20) != 0;
+}
+
+/* Bit l set: lane l of the 16 elements at p (binary32, N contributions at offset j) is outside
+ * the fast window or holds an infinity or NaN. The doubled magnitude (sign shifted out) feeds an
+ * unsigned max, and it minus one an unsigned min, so that zeros (all ones) never win. */
+AVX2_FUNCTION static int float32_span_check(const void *const *contributions, int count, size_t j)
+{
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i max0 = _mm256_setzero_si256(), max1 = max0;
+    __m256i min0 = _mm256_set1_epi32(-1), min1 = min0;
+    for (int k = 0; k < count; k++) {
+        const float *p = (const float *)contributions[k] + j;
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)p);
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 8));
+        b0 = _mm256_add_epi32(b0, b0);
+        b1 = _mm256_add_epi32(b1, b1);
+        max0 = _mm256_max_epu32(max0, b0);
+        max1 = _mm256_max_epu32(max1, b1);
+        min0 = _mm256_min_epu32(min0, _mm256_sub_epi32(b0, one));
+        min1 = _mm256_min_epu32(min1, _mm256_sub_epi32(b1, one));
+    }
+    /* Exponent fields (bits 24..31 of the doubled magnitude); a subnormal's counts as 1, and
+     * all zeros give e_min = 1 > e_max = 0. */
+    const __m256i window = _mm256_set1_epi32(engine_fast_window(24, count));
+    const __m256i max_finite_field = _mm256_set1_epi32(254);
+    __m256i e_max0 = _mm256_srli_epi32(max0, 24), e_max1 = _mm256_srli_epi32(max1, 24);
+    __m256i e_min0 = _mm256_max_epi32(_mm256_srli_epi32(_mm256_add_epi32(min0, one), 24), one);
+    __m256i e_min1 = _mm256_max_epi32(_mm256_srli_epi32(_mm256_add_epi32(min1, one), 24), one);
+    __m256i bad0 = _mm256_or_si256(_mm256_cmpgt_epi32(e_max0, max_finite_field),
+                                   _mm256_cmpgt_epi32(_mm256_sub_epi32(e_max0, e_min0), window));
+    __m256i bad1 = _mm256_or_si256(_mm256_cmpgt_epi32(e_max1, max_finite_field),
+                                   _mm256_cmpgt_epi32(_mm256_sub_epi32(e_max1, e_min1), window));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(bad0)) |
+           (_mm256_movemask_ps(_mm256_castsi256_ps(bad1)) << 8);
+}
+
+/* Bit l set: sums[l] (l < 16) is infinite or NaN. */
+AVX2_FUNCTION static int float32_nonfinite(const double *sums)
+{
+    const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
+    int finite = 0;
+    for (int q = 0; q < 4; q++) {
+        __m256d x = _mm256_and_pd(_mm256_loadu_pd(sums + 4 * q), magnitude);
+        finite |= _mm256_movemask_pd(_mm256_cmp_pd(x, infinity, _CMP_LT_OQ)) << (4 * q);
+    }
+    return ~finite & 0xffff;
+}
+
+/* Exact binary32 in chunks of up to FLOAT32_CHUNK elements, blocks of 16.
+ * Pass 1 sums every element of the chunk in binary64 from -0 (four vectors of 4 per block)
+ * with the inexact flag cleared before. Binary64 sums of binary32 values can neither overflow
+ * nor underflow, so a clear flag afterwards proves every sum of the chunk exact (the span
+ * check is then not needed; infinities and NaNs show as non-finite sums). Otherwise pass 2
+ * runs the span check of engine_inner.h per block: lanes inside the window have exact sums
+ * (that proof does not need the flag), the others take the general path. */
+AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t element_count, float *result,
+                                               struct engine_accumulator *a, size_t *general)
+{
+    const struct engine_format f = engine_format_of(REPROD_FLOAT32);
+    const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
+    double sums[FLOAT32_CHUNK];
+    size_t j = 0;
+    while (j + 16 <= element_count) {
+        size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
+        length &= ~(size_t)15;
+        inexact_clear();
+        for (size_t b = 0; b < length; b += 16) {
+            /* Two partial sums per lane (even and odd contributions) halve the chain of
+             * dependent additions; a partial sum is a sum of a subset, exact by either proof. */
+            __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
+            __m256d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
+            int k = 0;
+            for (; k + 2 <= count; k += 2) {
+                const float *p = (const float *)contributions[k] + j + b;
+                const float *q = (const float *)contributions[k + 1] + j + b;
+                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+                s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
+                s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
+                u0 = _mm256_add_pd(u0, _mm256_cvtps_pd(_mm_loadu_ps(q)));
+                u1 = _mm256_add_pd(u1, _mm256_cvtps_pd(_mm_loadu_ps(q + 4)));
+                u2 = _mm256_add_pd(u2, _mm256_cvtps_pd(_mm_loadu_ps(q + 8)));
+                u3 = _mm256_add_pd(u3, _mm256_cvtps_pd(_mm_loadu_ps(q + 12)));
+            }
+            if (k < count) {
+                const float *p = (const float *)contributions[k] + j + b;
+                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+                s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
+                s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
+            }
+            s0 = _mm256_add_pd(s0, u0); /* -0 + -0 = -0: the sign of zero survives */
+            s1 = _mm256_add_pd(s1, u1);
+            s2 = _mm256_add_pd(s2, u2);
+            s3 = _mm256_add_pd(s3, u3);
+            _mm256_storeu_pd(sums + b, s0);
+            _mm256_storeu_pd(sums + b + 4, s1);
+            _mm256_storeu_pd(sums + b + 8, s2);
+            _mm256_storeu_pd(sums + b + 12, s3);
+        }
+        int all_exact = !inexact_raised(sums);
+        for (size_t b = 0; b < length; b += 16) {
+            const double *sum = sums + b;
+            int bad_mask = all_exact ? float32_nonfinite(sum)
+                                     : float32_span_check(contributions, count, j + b);
+            if (vector_store && bad_mask == 0) {
+                /* Round to nearest is the hardware conversion, and the sums from -0 already
+                 * carry the right sign of zero. */
+                __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum));
+                __m128 r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 4));
+                __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 8));
+                __m128 r3 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 12));
+                _mm256_storeu_ps(result + j + b, _mm256_set_m128(r1, r0));
+                _mm256_storeu_ps(result + j + b + 8, _mm256_set_m128(r3, r2));
+                continue;
+            }
+            uint32_t out[16];
+            for (int lane = 0; lane < 16; lane++) {
+                size_t index = j + b + (size_t)lane;
+                if ((bad_mask >> lane) & 1)
+                    out[lane] = (uint32_t)engine_exact_element(
+                        REPROD_FLOAT32, op, dir, contributions, count, index, 1, a, general);
+                else /* any_nonzero unknown (-1): only a zero sum needs it, and looks */
+                    out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
+                                                             -1, contributions, count, index);
+            }
+            memcpy(result + j + b, out, sizeof out);
+        }
+        j += length;
+    }
+    return j;
+}
+
+/* Exact binary64 sums, 8 elements per block (two vectors of 4, interleaved for latency). The
+ * span check runs in the floating-point domain: the max of |x|, and the min of the bit
+ * pattern of |x| minus one, which for a zero is a NaN that vminpd ignores (it returns its
+ * second operand when the first is a NaN). Infinities, NaNs and overflow show as a
+ * non-finite s + t. */
+AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t element_count, double *result,
+                                               struct engine_accumulator *a, size_t *general)
+{
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i window = _mm256_set1_epi64x(engine_fast_window(53, count));
+    size_t j = 0;
+    for (; j + 8 <= element_count; j += 8) {
+        __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0;
+        __m256d t0 = _mm256_setzero_pd(), t1 = t0, max0 = t0, max1 = t0;
+        __m256d min0 = infinity, min1 = infinity;
+        for (int k = 0; k < count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            __m256d x0 = _mm256_loadu_pd(p), x1 = _mm256_loadu_pd(p + 4);
+            __m256d m0 = _mm256_and_pd(x0, magnitude_mask);
+            __m256d m1 = _mm256_and_pd(x1, magnitude_mask);
+            max0 = _mm256_max_pd(m0, max0);
+            max1 = _mm256_max_pd(m1, max1);
+            m0 = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m0), one));
+            m1 = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m1), one));
+            min0 = _mm256_min_pd(m0, min0);
+            min1 = _mm256_min_pd(m1, min1);
+            __m256d n0 = _mm256_add_pd(s0, x0), n1 = _mm256_add_pd(s1, x1);
+            __m256d v0 = _mm256_sub_pd(n0, s0), v1 = _mm256_sub_pd(n1, s1);
+            __m256d e0 =
+                _mm256_add_pd(_mm256_sub_pd(s0, _mm256_sub_pd(n0, v0)), _mm256_sub_pd(x0, v0));
+            __m256d e1 =
+                _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(n1, v1)), _mm256_sub_pd(x1, v1));
+            t0 = _mm256_add_pd(t0, e0);
+            t1 = _mm256_add_pd(t1, e1);
+            s0 = n0;
+            s1 = n1;
+        }
+        __m256d sum0 = _mm256_add_pd(s0, t0), sum1 = _mm256_add_pd(s1, t1);
+        __m256i e_max0 = _mm256_srli_epi64(_mm256_castpd_si256(max0), 52);
+        __m256i e_max1 = _mm256_srli_epi64(_mm256_castpd_si256(max1), 52);
+        __m256i e_min0 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(min0), one), 52);
+        __m256i e_min1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(min1), one), 52);
+        __m256i subnormal0 = _mm256_cmpeq_epi64(e_min0, _mm256_setzero_si256());
+        __m256i subnormal1 = _mm256_cmpeq_epi64(e_min1, _mm256_setzero_si256());
+        e_min0 = _mm256_sub_epi64(e_min0, subnormal0); /* field 0 counts as 1 */
+        e_min1 = _mm256_sub_epi64(e_min1, subnormal1);
+        __m256d wide0 =
+            _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max0, e_min0), window));
+        __m256d wide1 =
+            _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max1, e_min1), window));
+        __m256d finite0 = _mm256_cmp_pd(_mm256_and_pd(sum0, magnitude_mask), infinity, _CMP_LT_OQ);
+        __m256d finite1 = _mm256_cmp_pd(_mm256_and_pd(sum1, magnitude_mask), infinity, _CMP_LT_OQ);
+        int bad_mask = (~_mm256_movemask_pd(finite0) & 0xf) | _mm256_movemask_pd(wide0) |
+                       (((~_mm256_movemask_pd(finite1) & 0xf) | _mm256_movemask_pd(wide1)) << 4);
+        int zero_mask =
+            _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
+            (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
+        if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
+            _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
+            _mm256_storeu_pd(result + j + 4, sum1);
+            continue;
+        }
+        double s[8], t[8], max[8];
+        _mm256_storeu_pd(s, s0);
+        _mm256_storeu_pd(s + 4, s1);
+        _mm256_storeu_pd(t, t0);
+        _mm256_storeu_pd(t + 4, t1);
+        _mm256_storeu_pd(max, max0);
+        _mm256_storeu_pd(max + 4, max1);
+        uint64_t out[8];
+        for (int lane = 0; lane < 8; lane++) {
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
+                                            !((bad_mask >> lane) & 1), s[lane], t[lane],
+                                            max[lane] != 0, a, general);
+        }
+        memcpy(result + j, out, sizeof out);
+    }
+    return j;
+}
+
+#else /* not x86-64: no AVX2 kernels */
+
+int engine_cpu_has_avx2(void)
+{
+    return 0;
+}
+
+size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir,
+                                 const void *const *contributions, int count, size_t element_count,
+                                 float *result, struct engine_accumulator *a, size_t *general)
+{
+    (void)op, (void)dir, (void)contributions, (void)count, (void)element_count, (void)result;
+    (void)a, (void)general;
+    return 0;
+}
+
+size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
+                                 const void *const *contributions, int count, size_t element_count,
+                                 double *result, struct engine_accumulator *a, size_t *general)
+{
+    (void)dir, (void)contributions, (void)count, (void)element_count, (void)result, (void)a;
+    (void)general;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* engine_avx2_16.c: AVX2 + F16C kernels for the 16-bit types (binary16, bfloat16), exact and
+ * ordered, chosen at run time.
+ *
+ * A bfloat16 widens to binary32 by a shift, a binary16 by vcvtph2ps; both are exact. The exact
+ * kernel sums in binary64 like engine_avx2.c (inexact flag, else the scalar element path) and
+ * rounds to nearest with a vector version of engine_round_value. The ordered kernel adds in
+ * binary32 and rounds each sum to the 16-bit type: binary32 holds every 16-bit value and more
+ * than 2p + 2 bits (p = 8, 11), so that double rounding equals one rounding of the exact sum.
+ */
+#include "engine_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2_FUNCTION __attribute__((target("avx2,f16c")))
+#define SMALL_CHUNK   256 /* elements per inexact-flag window (see engine_avx2.c) */
+
+static inline void inexact_clear(void)
+{
+    unsigned int csr = 0x1f80; /* the default environment, flags clear */
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+}
+
+static inline int inexact_raised(const double *sums)
+{
+    unsigned int csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : "r"(sums) : "memory");
+    return (csr & 0x20) != 0;
+}
+
+/* Eight 16-bit values at p as binary32, exactly. */
+AVX2_FUNCTION static inline __m256 load8(reprod_type type, const uint16_t *p)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (type == REPROD_FLOAT16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Round four finite binary64 values (zero, or normal and >= the format's smallest subnormal:
+ * sums of 16-bit values) to nearest-even in format f (p <= 24); the bits are in the low half
+ * of each 64-bit lane. Lane-wise engine_round_value with variable shifts; overflow gives inf. */
+AVX2_FUNCTION static __m256i round_nearest_small(__m256d d, const struct engine_format *f)
+{
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i fraction_mask = _mm256_set1_epi64x(0xfffffffffffffll);
+    const __m256i min_ulp = _mm256_set1_epi64x(f->min_ulp_exponent);
+    const __m256i inf = _mm256_set1_epi64x((long long)engine_inf_bits(f));
+    __m256i bits = _mm256_castpd_si256(d);
+    __m256i sign = _mm256_sll_epi64(_mm256_srli_epi64(bits, 63),
+                                    _mm_cvtsi32_si128(f->exponent_bits + f->precision - 1));
+    __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi64x(0x7fffffffffffffffll));
+    __m256i zero = _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256());
+    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(magnitude, 52), _mm256_set1_epi64x(1023));
+    __m256i ulp = _mm256_sub_epi64(e, _mm256_set1_epi64x(f->precision - 1));
+    ulp = _mm256_blendv_epi8(ulp, min_ulp, _mm256_cmpgt_epi64(min_ulp, ulp)); /* subnormal */
+    __m256i shift = _mm256_sub_epi64(_mm256_add_epi64(ulp, _mm256_set1_epi64x(52)), e);
+    __m256i m =
+        _mm256_or_si256(_mm256_and_si256(magnitude, fraction_mask), _mm256_set1_epi64x(1ll << 52));
+    __m256i kept = _mm256_srlv_epi64(m, shift);
+    __m256i rest = _mm256_and_si256(m, _mm256_sub_epi64(_mm256_sllv_epi64(one, shift), one));
+    __m256i half = _mm256_sllv_epi64(one, _mm256_sub_epi64(shift, one));
+    __m256i tie = _mm256_cmpeq_epi64(rest, half);
+    __m256i odd = _mm256_cmpeq_epi64(_mm256_and_si256(kept, one), one);
+    __m256i up = _mm256_or_si256(_mm256_cmpgt_epi64(rest, half), _mm256_and_si256(tie, odd));
+    kept = _mm256_sub_epi64(kept, up); /* up is -1 where rounding up */
+    __m256i out = _mm256_add_epi64(
+        _mm256_sll_epi64(_mm256_sub_epi64(ulp, min_ulp), _mm_cvtsi32_si128(f->precision - 1)),
+        kept);
+    out = _mm256_blendv_epi8(out, inf, _mm256_cmpgt_epi64(out, inf));
+    out = _mm256_andnot_si256(zero, out);
+    return _mm256_or_si256(out, sign);
+}
+
+/* Exact binary16 or bfloat16 in chunks of SMALL_CHUNK, blocks of 16: pass 1 sums in binary64
+ * (exact when the flag stays clear; binary16 sums always are for N <= 8192); a chunk with the
+ * flag raised is done element by element (span check, general path), as are infinities and
+ * NaNs. Nearest sums round with round_nearest_small, the rest with engine_fast_finish. */
+AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
+                                             const void *const *contributions, int count,
+                                             size_t element_count, uint16_t *result,
+                                             struct engine_accumulator *a, size_t *general)
+{
+    const struct engine_format f = engine_format_of(type);
+    const int vector_round = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
+    const __m256i magnitude = _mm256_set1_epi64x(0x7fffffffffffffffll);
+    const __m256i infinity = _mm256_set1_epi64x(0x7ff0000000000000ll);
+    double sums[SMALL_CHUNK];
+    size_t j = 0;
+    while (j + 16 <= element_count) {
+        size_t length = element_count - j < SMALL_CHUNK ? element_count - j : SMALL_CHUNK;
+        length &= ~(size_t)15;
+        inexact_clear();
+        for (size_t b = 0; b < length; b += 16) {
+            __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
+            for (int k = 0; k < count; k++) {
+                const uint16_t *p = (const uint16_t *)contributions[k] + j + b;
+                __m256 x0 = load8(type, p), x1 = load8(type, p + 8);
+                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(x0)));
+                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1)));
+                s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(x1)));
+                s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1)));
+            }
+            _mm256_storeu_pd(sums + b, s0);
+            _mm256_storeu_pd(sums + b + 4, s1);
+            _mm256_storeu_pd(sums + b + 8, s2);
+            _mm256_storeu_pd(sums + b + 12, s3);
+        }
+        if (inexact_raised(sums)) {
+            for (size_t i = j; i < j + length; i++)
+                result[i] = (uint16_t)engine_exact_element(type, op, dir, contributions, count, i,
+                                                           0, a, general);
+            j += length;
+            continue;
+        }
+        for (size_t b = 0; b < length; b += 16) {
+            const double *sum = sums + b;
+            uint64_t rounded[16];
+            int bad_mask = 0;
+            for (int q = 0; q < 4; q++) {
+                __m256d x = _mm256_loadu_pd(sum + 4 * q);
+                __m256i nonfinite =
+                    _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_castpd_si256(x), magnitude),
+                                       _mm256_sub_epi64(infinity, _mm256_set1_epi64x(1)));
+                bad_mask |= _mm256_movemask_pd(_mm256_castsi256_pd(nonfinite)) << (4 * q);
+                if (vector_round)
+                    _mm256_storeu_si256((__m256i *)(rounded + 4 * q), round_nearest_small(x, &f));
+            }
+            if (vector_round && bad_mask == 0) { /* pack the low 16 bits of the 64-bit lanes */
+                const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+                __m128i q[4];
+                for (int v = 0; v < 4; v++)
+                    q[v] = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                        _mm256_loadu_si256((const __m256i *)(rounded + 4 * v)), even));
+                _mm_storeu_si128((__m128i *)(result + j + b), _mm_packus_epi32(q[0], q[1]));
+                _mm_storeu_si128((__m128i *)(result + j + b + 8), _mm_packus_epi32(q[2], q[3]));
+                continue;
+            }
+            uint16_t out[16];
+            for (int lane = 0; lane < 16; lane++) {
+                size_t index = j + b + (size_t)lane;
+                if ((bad_mask >> lane) & 1)
+                    out[lane] = (uint16_t)engine_exact_element(type, op, dir, contributions, count,
+                                                               index, 1, a, general);
+                else if (vector_round)
+                    out[lane] = (uint16_t)rounded[lane];
+                else
+                    out[lane] = (uint16_t)engine_fast_finish(&f, type, op, dir, sum[lane], -1,
+                                                             contributions, count, index);
+            }
+            memcpy(result + j + b, out, sizeof out);
+        }
+        j += length;
+    }
+    return j;
+}
+
+/* Round eight binary32 values to nearest in the 16-bit type and back to binary32. NaN stays
+ * NaN (its payload is not kept: the store makes every NaN canonical). */
+AVX2_FUNCTION static inline __m256 round8(reprod_type type, __m256 x)
+{
+    if (type == REPROD_FLOAT16)
+        return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    __m256i bits = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    __m256i up = _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb);
+    __m256 rounded = _mm256_castsi256_ps(_mm256_and_si256(up, _mm256_set1_epi32(-65536)));
+    return _mm256_blendv_ps(rounded, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN: as is */
+}
+
+/* Store eight binary32 values that are 16-bit values of `type` (NaN: canonical). */
+AVX2_FUNCTION static inline void store8(reprod_type type, uint16_t *p, __m256 x)
+{
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m128i h;
+    if (type == REPROD_FLOAT16) {
+        h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT); /* exact: x is a binary16 value */
+    } else {
+        __m256i top = _mm256_srli_epi32(_mm256_castps_si256(x), 16);
+        h = _mm_packus_epi32(_mm256_castsi256_si128(top), _mm256_extracti128_si256(top, 1));
+    }
+    __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                    _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+    __m128i canonical = _mm_set1_epi16(type == REPROD_FLOAT16 ? 0x7e00 : 0x7fc0);
+    _mm_storeu_si128((__m128i *)p, _mm_blendv_epi8(h, canonical, nan16));
+}
+
+/* The ordered fold of binary16 or bfloat16, 32 elements per block (four independent chains),
+ * each step a binary32 addition rounded to the type. AVG divides at the end, element by element
+ * (engine_round_quotient, to nearest). Returns how many elements it did. */
+AVX2_FUNCTION size_t engine_ordered_small_avx2(reprod_type type, int average,
+                                               const uint16_t *const *c, int count,
+                                               size_t element_count, uint16_t *result)
+{
+    const struct engine_format f = engine_format_of(type);
+    size_t j = 0;
+    for (; j + 32 <= element_count; j += 32) {
+        __m256 a0 = load8(type, c[0] + j), a1 = load8(type, c[0] + j + 8);
+        __m256 a2 = load8(type, c[0] + j + 16), a3 = load8(type, c[0] + j + 24);
+        for (int k = 1; k < count; k++) {
+            const uint16_t *p = c[k] + j;
+            a0 = round8(type, _mm256_add_ps(a0, load8(type, p)));
+            a1 = round8(type, _mm256_add_ps(a1, load8(type, p + 8)));
+            a2 = round8(type, _mm256_add_ps(a2, load8(type, p + 16)));
+            a3 = round8(type, _mm256_add_ps(a3, load8(type, p + 24)));
+        }
+        if (!average) {
+            store8(type, result + j, a0);
+            store8(type, result + j + 8, a1);
+            store8(type, result + j + 16, a2);
+            store8(type, result + j + 24, a3);
+            continue;
+        }
+        float acc[32];
+        _mm256_storeu_ps(acc, a0);
+        _mm256_storeu_ps(acc + 8, a1);
+        _mm256_storeu_ps(acc + 16, a2);
+        _mm256_storeu_ps(acc + 24, a3);
+        for (int lane = 0; lane < 32; lane++) {
+            double sum = acc[lane];
+            uint64_t bits = engine_round_double_nearest_any(&f, sum);
+            if (sum != 0 && engine_is_finite(sum))
+                bits = engine_round_quotient(&f, sum, count, REPROD_ROUND_NEAREST);
+            result[j + (size_t)lane] = (uint16_t)bits;
+        }
+    }
+    return j;
+}
+
+#else /* not x86-64 */
+
+size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
+                               const void *const *contributions, int count, size_t element_count,
+                               uint16_t *result, struct engine_accumulator *a, size_t *general)
+{
+    (void)type, (void)op, (void)dir, (void)contributions, (void)count, (void)element_count;
+    (void)result, (void)a, (void)general;
+    return 0;
+}
+
+size_t engine_ordered_small_avx2(reprod_type type, int average, const uint16_t *const *c, int count,
+                                 size_t element_count, uint16_t *result)
+{
+    (void)type, (void)average, (void)c, (void)count, (void)element_count, (void)result;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,261 @@
+/* engine_avx512.c: AVX-512 (F) versions of the exact fast-path kernels, chosen at run time.
+ *
+ * The same arithmetic as engine_avx2.c with twice the lanes per instruction: binary32 sums in
+ * binary64 certified by the inexact flag or by the span check, and the binary64 TwoSum cascade.
+ * Built on x86-64 only; -ffp-contract=off keeps FMAs out.
+ */
+#include "engine_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX512_FUNCTION __attribute__((target("avx512f")))
+#define FLOAT32_CHUNK   256 /* elements per inexact-flag window (see engine_avx2.c) */
+
+int engine_cpu_has_avx512(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same value */
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512f") != 0;
+    }
+    return cached;
+}
+
+/* Clear the inexact flag; the memory clobber keeps the input loads after it. */
+static inline void inexact_clear(void)
+{
+    unsigned int csr = 0x1f80;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+}
+
+/* Whether an inexact operation happened since inexact_clear; every store to `sums` precedes. */
+static inline int inexact_raised(const double *sums)
+{
+    unsigned int csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr) : "r"(sums) : "memory");
+    return (csr & 0x20) != 0;
+}
+
+/* Bit l set: lane l of the 32 binary32 elements at offset j is outside the fast window or holds
+ * an infinity or NaN (the span check of engine_avx2.c, 16 lanes per vector). */
+AVX512_FUNCTION static uint32_t float32_span_check(const void *const *contributions, int count,
+                                                   size_t j)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i max0 = _mm512_setzero_si512(), max1 = max0;
+    __m512i min0 = _mm512_set1_epi32(-1), min1 = min0;
+    for (int k = 0; k < count; k++) {
+        const float *p = (const float *)contributions[k] + j;
+        __m512i b0 = _mm512_loadu_si512(p), b1 = _mm512_loadu_si512(p + 16);
+        b0 = _mm512_add_epi32(b0, b0); /* the magnitude, doubled: the sign shifted out */
+        b1 = _mm512_add_epi32(b1, b1);
+        max0 = _mm512_max_epu32(max0, b0);
+        max1 = _mm512_max_epu32(max1, b1);
+        min0 = _mm512_min_epu32(min0, _mm512_sub_epi32(b0, one)); /* zeros: all ones */
+        min1 = _mm512_min_epu32(min1, _mm512_sub_epi32(b1, one));
+    }
+    const __m512i window = _mm512_set1_epi32(engine_fast_window(24, count));
+    const __m512i max_finite_field = _mm512_set1_epi32(254);
+    __m512i e_max0 = _mm512_srli_epi32(max0, 24), e_max1 = _mm512_srli_epi32(max1, 24);
+    __m512i e_min0 = _mm512_max_epi32(_mm512_srli_epi32(_mm512_add_epi32(min0, one), 24), one);
+    __m512i e_min1 = _mm512_max_epi32(_mm512_srli_epi32(_mm512_add_epi32(min1, one), 24), one);
+    __mmask16 bad0 = _mm512_cmpgt_epi32_mask(e_max0, max_finite_field) |
+                     _mm512_cmpgt_epi32_mask(_mm512_sub_epi32(e_max0, e_min0), window);
+    __mmask16 bad1 = _mm512_cmpgt_epi32_mask(e_max1, max_finite_field) |
+                     _mm512_cmpgt_epi32_mask(_mm512_sub_epi32(e_max1, e_min1), window);
+    return (uint32_t)bad0 | ((uint32_t)bad1 << 16);
+}
+
+/* Bit l set: sums[l] (l < 32) is infinite or NaN. */
+AVX512_FUNCTION static uint32_t float32_nonfinite(const double *sums)
+{
+    const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
+    const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
+    uint32_t bad = 0;
+    for (int q = 0; q < 4; q++) {
+        __m512i x = _mm512_and_si512(_mm512_loadu_si512(sums + 8 * q), magnitude);
+        bad |= (uint32_t)_mm512_cmpge_epu64_mask(x, infinity) << (8 * q);
+    }
+    return bad;
+}
+
+/* Exact binary32: the two-pass scheme of engine_avx2.c with blocks of 32 elements. */
+AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding dir,
+                                                   const void *const *contributions, int count,
+                                                   size_t element_count, float *result,
+                                                   struct engine_accumulator *a, size_t *general)
+{
+    const struct engine_format f = engine_format_of(REPROD_FLOAT32);
+    const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
+    double sums[FLOAT32_CHUNK];
+    size_t j = 0;
+    while (j + 32 <= element_count) {
+        size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
+        length &= ~(size_t)31;
+        inexact_clear();
+        for (size_t b = 0; b < length; b += 32) {
+            /* Even and odd contributions in separate partial sums (subsets: still exact). */
+            __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
+            __m512d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
+            int k = 0;
+            for (; k + 2 <= count; k += 2) {
+                const float *p = (const float *)contributions[k] + j + b;
+                const float *q = (const float *)contributions[k + 1] + j + b;
+                s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(p)));
+                s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_loadu_ps(p + 8)));
+                s2 = _mm512_add_pd(s2, _mm512_cvtps_pd(_mm256_loadu_ps(p + 16)));
+                s3 = _mm512_add_pd(s3, _mm512_cvtps_pd(_mm256_loadu_ps(p + 24)));
+                u0 = _mm512_add_pd(u0, _mm512_cvtps_pd(_mm256_loadu_ps(q)));
+                u1 = _mm512_add_pd(u1, _mm512_cvtps_pd(_mm256_loadu_ps(q + 8)));
+                u2 = _mm512_add_pd(u2, _mm512_cvtps_pd(_mm256_loadu_ps(q + 16)));
+                u3 = _mm512_add_pd(u3, _mm512_cvtps_pd(_mm256_loadu_ps(q + 24)));
+            }
+            if (k < count) {
+                const float *p = (const float *)contributions[k] + j + b;
+                s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(p)));
+                s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_loadu_ps(p + 8)));
+                s2 = _mm512_add_pd(s2, _mm512_cvtps_pd(_mm256_loadu_ps(p + 16)));
+                s3 = _mm512_add_pd(s3, _mm512_cvtps_pd(_mm256_loadu_ps(p + 24)));
+            }
+            _mm512_storeu_pd(sums + b, _mm512_add_pd(s0, u0));
+            _mm512_storeu_pd(sums + b + 8, _mm512_add_pd(s1, u1));
+            _mm512_storeu_pd(sums + b + 16, _mm512_add_pd(s2, u2));
+            _mm512_storeu_pd(sums + b + 24, _mm512_add_pd(s3, u3));
+        }
+        int all_exact = !inexact_raised(sums);
+        for (size_t b = 0; b < length; b += 32) {
+            const double *sum = sums + b;
+            uint32_t bad_mask = all_exact ? float32_nonfinite(sum)
+                                          : float32_span_check(contributions, count, j + b);
+            if (vector_store && bad_mask == 0) {
+                for (int q = 0; q < 4; q++) /* nearest: the hardware conversion */
+                    _mm256_storeu_ps(result + j + b + 8 * q,
+                                     _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
+                continue;
+            }
+            uint32_t out[32];
+            for (int lane = 0; lane < 32; lane++) {
+                size_t index = j + b + (size_t)lane;
+                if ((bad_mask >> lane) & 1)
+                    out[lane] = (uint32_t)engine_exact_element(
+                        REPROD_FLOAT32, op, dir, contributions, count, index, 1, a, general);
+                else
+                    out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
+                                                             -1, contributions, count, index);
+            }
+            memcpy(result + j + b, out, sizeof out);
+        }
+        j += length;
+    }
+    return j;
+}
+
+/* Exact binary64 sums, 16 elements per block (two vectors of 8): the TwoSum cascade, with the
+ * span check on the doubled magnitude bits (unsigned 64-bit max/min) and a non-finite s + t
+ * for infinities, NaNs and overflow. */
+AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
+                                                   const void *const *contributions, int count,
+                                                   size_t element_count, double *result,
+                                                   struct engine_accumulator *a, size_t *general)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m512i window = _mm512_set1_epi64(engine_fast_window(53, count));
+    const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
+    const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
+    size_t j = 0;
+    for (; j + 16 <= element_count; j += 16) {
+        __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0;
+        __m512d t0 = _mm512_setzero_pd(), t1 = t0;
+        __m512i max0 = _mm512_setzero_si512(), max1 = max0;
+        __m512i min0 = _mm512_set1_epi64(-1), min1 = min0;
+        for (int k = 0; k < count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            __m512d x0 = _mm512_loadu_pd(p), x1 = _mm512_loadu_pd(p + 8);
+            __m512i b0 = _mm512_castpd_si512(x0), b1 = _mm512_castpd_si512(x1);
+            b0 = _mm512_add_epi64(b0, b0);
+            b1 = _mm512_add_epi64(b1, b1);
+            max0 = _mm512_max_epu64(max0, b0);
+            max1 = _mm512_max_epu64(max1, b1);
+            min0 = _mm512_min_epu64(min0, _mm512_sub_epi64(b0, one));
+            min1 = _mm512_min_epu64(min1, _mm512_sub_epi64(b1, one));
+            __m512d n0 = _mm512_add_pd(s0, x0), n1 = _mm512_add_pd(s1, x1);
+            __m512d v0 = _mm512_sub_pd(n0, s0), v1 = _mm512_sub_pd(n1, s1);
+            __m512d e0 =
+                _mm512_add_pd(_mm512_sub_pd(s0, _mm512_sub_pd(n0, v0)), _mm512_sub_pd(x0, v0));
+            __m512d e1 =
+                _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(n1, v1)), _mm512_sub_pd(x1, v1));
+            t0 = _mm512_add_pd(t0, e0);
+            t1 = _mm512_add_pd(t1, e1);
+            s0 = n0;
+            s1 = n1;
+        }
+        __m512d sum0 = _mm512_add_pd(s0, t0), sum1 = _mm512_add_pd(s1, t1);
+        /* Exponent fields from bits 53..63 of the doubled magnitudes; subnormals count as 1,
+         * all zeros give e_min = 2048 > e_max. */
+        __m512i e_max0 = _mm512_srli_epi64(max0, 53), e_max1 = _mm512_srli_epi64(max1, 53);
+        __m512i e_min0 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min0, one), 53), one);
+        __m512i e_min1 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min1, one), 53), one);
+        __mmask8 bad0 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max0, e_min0), window) |
+                        _mm512_cmpge_epu64_mask(
+                            _mm512_and_si512(_mm512_castpd_si512(sum0), magnitude), infinity);
+        __mmask8 bad1 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max1, e_min1), window) |
+                        _mm512_cmpge_epu64_mask(
+                            _mm512_and_si512(_mm512_castpd_si512(sum1), magnitude), infinity);
+        __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
+        __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
+        uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8);
+        if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
+            _mm512_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
+            _mm512_storeu_pd(result + j + 8, sum1);
+            continue;
+        }
+        double s[16], t[16];
+        uint64_t max[16];
+        _mm512_storeu_pd(s, s0);
+        _mm512_storeu_pd(s + 8, s1);
+        _mm512_storeu_pd(t, t0);
+        _mm512_storeu_pd(t + 8, t1);
+        _mm512_storeu_si512(max, max0);
+        _mm512_storeu_si512(max + 8, max1);
+        uint64_t out[16];
+        for (int lane = 0; lane < 16; lane++) {
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
+                                            !((bad_mask >> lane) & 1), s[lane], t[lane],
+                                            max[lane] != 0, a, general);
+        }
+        memcpy(result + j, out, sizeof out);
+    }
+    return j;
+}
+
+#else /* not x86-64: no AVX-512 kernels */
+
+int engine_cpu_has_avx512(void)
+{
+    return 0;
+}
+
+size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding dir,
+                                   const void *const *contributions, int count,
+                                   size_t element_count, float *result,
+                                   struct engine_accumulator *a, size_t *general)
+{
+    (void)op, (void)dir, (void)contributions, (void)count, (void)element_count, (void)result;
+    (void)a, (void)general;
+    return 0;
+}
+
+size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
+                                   const void *const *contributions, int count,
+                                   size_t element_count, double *result,
+                                   struct engine_accumulator *a, size_t *general)
+{
+    (void)dir, (void)contributions, (void)count, (void)element_count, (void)result, (void)a;
+    (void)general;
+    return 0;
+}
+
+#endif

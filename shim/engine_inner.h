@@ -1,0 +1,472 @@
+/* engine_inner.h: the exact reduction of one element: the fast paths in binary64, their
+ * exactness conditions, and the superaccumulator of the general path.
+ *
+ * Every function here works on one element and is shared with the GPU kernels (one source of
+ * truth for the arithmetic); the host engine (engine.c) runs the same fast-path arithmetic on
+ * blocks of elements with vectors. Which path an element takes never changes its bits, because
+ * both compute the exact sum and round it once with engine_round_value.
+ */
+#ifndef REPROD_ENGINE_INNER_H
+#define REPROD_ENGINE_INNER_H
+
+#include "engine_round.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Configuration ----------------------------------------------------------------------
+ * The superaccumulator is a fixed-point number: bit 0 weighs 2^ENGINE_ACC_LOW_EXPONENT, one
+ * limb below the smallest subnormal double so that an average's quotient keeps its round bit;
+ * 68 limbs of 32 bits reach 2^1070 > 2^31 * 2^1024, so any sum of < 2^31 doubles fits. */
+
+#define ENGINE_ACC_LIMB_BITS    32      /* data bits per limb; the code shifts by 32 */
+#define ENGINE_ACC_LOW_EXPONENT (-1106) /* weight of bit 0: 2^-1106 = 2^-1074 / 2^32 */
+#define ENGINE_ACC_LIMBS        68      /* limbs 0..67: bits of weight 2^-1106 .. 2^1069 */
+
+/* ---- Small helpers ---------------------------------------------------------------------- */
+
+/* ceil(log2(n)) for 1 <= n <= 2^31 - 1. */
+ENGINE_FUNCTION int engine_ceil_log2(int n)
+{
+    int l = 0;
+    while (l < 31 && (1u << l) < (unsigned)n)
+        l++;
+    return l;
+}
+
+/* Knuth's TwoSum: *sum = RN(a + b) and *error = a + b - *sum exactly (no overflow assumed). */
+ENGINE_FUNCTION void engine_two_sum(double a, double b, double *sum, double *error)
+{
+    double s = a + b;
+    double bb = s - a;
+    *error = (a - (s - bb)) + (b - bb);
+    *sum = s;
+}
+
+/* Bits of an exactly zero result (MPFR's mpfr_sum rule, which is IEEE addition's): -0 when
+ * every term is -0, +0 when every term is +0, otherwise +0, or -0 when rounding down. */
+ENGINE_FUNCTION uint64_t engine_zero_bits(const struct engine_format *f, reprod_rounding dir,
+                                          int all_negative_zero, int all_positive_zero)
+{
+    int negative = all_negative_zero || (!all_positive_zero && dir == REPROD_ROUND_DOWN);
+    return negative ? engine_sign_bit(f) : 0;
+}
+
+/* ---- Loading and storing elements ------------------------------------------------------- */
+
+/* The bit pattern of element i of an array of `type`. */
+ENGINE_FUNCTION uint64_t engine_load_bits(reprod_type type, const void *array, size_t i)
+{
+    if (type == REPROD_FLOAT64) return ((const uint64_t *)array)[i];
+    if (type == REPROD_FLOAT32) return ((const uint32_t *)array)[i];
+    return ((const uint16_t *)array)[i];
+}
+
+ENGINE_FUNCTION void engine_store_bits(reprod_type type, void *array, size_t i, uint64_t bits)
+{
+    if (type == REPROD_FLOAT64)
+        ((uint64_t *)array)[i] = bits;
+    else if (type == REPROD_FLOAT32)
+        ((uint32_t *)array)[i] = (uint32_t)bits;
+    else
+        ((uint16_t *)array)[i] = (uint16_t)bits;
+}
+
+/* The value of a bit pattern of `type` as a binary64, exactly. */
+ENGINE_FUNCTION double engine_bits_to_double(reprod_type type, const struct engine_format *f,
+                                             uint64_t bits)
+{
+    if (type == REPROD_FLOAT64) return engine_double_from_bits(bits);
+    if (type == REPROD_FLOAT32) return (double)engine_float_from_bits((uint32_t)bits);
+    return engine_small_to_double(f, bits);
+}
+
+/* ---- The general path: a superaccumulator ------------------------------------------------
+ * A fixed-point number with bit 0 of weight 2^ENGINE_ACC_LOW_EXPONENT, in limbs of 32 bits
+ * held in int64_t (Neal's "small accumulator"): adding a double adds its 53-bit significand,
+ * split at a limb boundary, to three consecutive limbs with no carry, so up to 2^31 - 1 terms
+ * fit before any limb could overflow. Carries are propagated once, when rounding. */
+
+struct engine_accumulator {
+    int64_t limb[ENGINE_ACC_LIMBS]; /* value = sum of limb[i] * 2^(32 i + LOW_EXPONENT) */
+    int lowest;                     /* limbs outside [lowest, highest] are zero */
+    int highest;                    /* (lowest > highest: nothing finite and nonzero added) */
+    int has_nan;                    /* a NaN was added */
+    int has_positive_inf;           /* +inf was added */
+    int has_negative_inf;           /* -inf was added */
+    int not_all_negative_zero;      /* some term was not -0 */
+    int not_all_positive_zero;      /* some term was not +0 */
+};
+
+/* Make `a` empty. Needed once; engine_accumulator_round leaves it empty again. */
+ENGINE_FUNCTION void engine_accumulator_clear(struct engine_accumulator *a)
+{
+    for (int i = 0; i < ENGINE_ACC_LIMBS; i++)
+        a->limb[i] = 0;
+    a->lowest = ENGINE_ACC_LIMBS;
+    a->highest = -1;
+    a->has_nan = a->has_positive_inf = a->has_negative_inf = 0;
+    a->not_all_negative_zero = a->not_all_positive_zero = 0;
+}
+
+/* Add the binary64 x (any value) to `a`, exactly. */
+ENGINE_FUNCTION void engine_accumulator_add(struct engine_accumulator *a, double x)
+{
+    uint64_t bits = engine_double_bits(x);
+    uint64_t magnitude = bits & 0x7fffffffffffffffull;
+    int negative = (int)(bits >> 63);
+    a->not_all_negative_zero |= bits != 0x8000000000000000ull;
+    a->not_all_positive_zero |= bits != 0;
+    if (magnitude == 0) return;
+    int field = (int)(magnitude >> 52);
+    uint64_t m = magnitude & 0xfffffffffffffull;
+    if (field == 0x7ff) {
+        if (m != 0)
+            a->has_nan = 1;
+        else if (negative)
+            a->has_negative_inf = 1;
+        else
+            a->has_positive_inf = 1;
+        return;
+    }
+    int q = -1074;
+    if (field != 0) {
+        m |= 1ull << 52;
+        q = field - 1075;
+    }
+    int position = q - ENGINE_ACC_LOW_EXPONENT; /* >= 32 */
+    int i = position >> 5, offset = position & 31;
+    uint64_t low = m << offset;                      /* bits 0..63 of m * 2^offset */
+    uint64_t high = offset ? m >> (64 - offset) : 0; /* bits 64..84, below 2^21 */
+    int64_t sign = -(int64_t)negative;               /* 0 or -1: conditional negation */
+    a->limb[i] += ((int64_t)(low & 0xffffffffu) ^ sign) - sign;
+    a->limb[i + 1] += ((int64_t)(low >> 32) ^ sign) - sign;
+    a->limb[i + 2] += ((int64_t)high ^ sign) - sign;
+    if (i < a->lowest) a->lowest = i;
+    if (i + 2 > a->highest) a->highest = i + 2;
+}
+
+/* Propagate carries so that limbs [from, to) lie in [0, 2^32); limb `to` takes the rest. */
+ENGINE_FUNCTION void engine_accumulator_carry(struct engine_accumulator *a, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        int64_t carry = a->limb[i] >> 32; /* floor division by 2^32 */
+        a->limb[i] &= 0xffffffff;
+        a->limb[i + 1] += carry;
+    }
+}
+
+/* Limb i of a normalised magnitude, zero outside [valid_low, ...). */
+ENGINE_FUNCTION uint64_t engine_accumulator_digit(const struct engine_accumulator *a, int i,
+                                                  int valid_low)
+{
+    return i >= valid_low ? (uint64_t)a->limb[i] : 0;
+}
+
+/* The sum held by `a`, divided by `divisor` (1 for a sum, N for an average), rounded once to
+ * format f in direction dir; returns the bits and leaves `a` empty. */
+ENGINE_FUNCTION uint64_t engine_accumulator_round(struct engine_accumulator *a,
+                                                  const struct engine_format *f,
+                                                  reprod_rounding dir, uint32_t divisor)
+{
+    uint64_t result;
+    int low = a->lowest, high = a->highest, clear_low = low, top = high + 1;
+    if (a->has_nan || (a->has_positive_inf && a->has_negative_inf)) {
+        result = f->nan_bits;
+    } else if (a->has_positive_inf || a->has_negative_inf) {
+        result = engine_inf_bits(f) | (a->has_negative_inf ? engine_sign_bit(f) : 0);
+    } else {
+        int negative = 0;
+        if (low <= high) {
+            engine_accumulator_carry(a, low, high);
+            negative = a->limb[high] < 0;
+            if (negative) { /* magnitude: negate every limb, then normalise again */
+                for (int i = low; i <= high; i++)
+                    a->limb[i] = -a->limb[i];
+                engine_accumulator_carry(a, low, high);
+            }
+            a->limb[high + 1] = a->limb[high] >> 32; /* the top limb is < 2^63: split it */
+            a->limb[high] &= 0xffffffff;
+            while (top >= low && a->limb[top] == 0)
+                top--;
+        }
+        if (low > high || top < low) { /* nothing, or an exact cancellation */
+            result = engine_zero_bits(f, dir, !a->not_all_negative_zero, !a->not_all_positive_zero);
+        } else {
+            int valid_low = low, sticky = 0;
+            if (divisor > 1) {
+                /* Long division, top limb first, continuing below `low` into zero limbs, until
+                 * three limbs (>= 65 bits) from the quotient's first nonzero limb are known; what
+                 * is left (remainder, undivided limbs) only matters as a sticky bit. The sum is
+                 * a multiple of 2^-1074 = limb 1, so the quotient is nonzero. */
+                uint64_t remainder = 0;
+                int i = top, quotient_top = -1;
+                for (; i >= 0; i--) {
+                    uint64_t current = (remainder << 32) | (uint64_t)a->limb[i];
+                    a->limb[i] = (int64_t)(current / divisor);
+                    remainder = current % divisor;
+                    if (quotient_top < 0 && a->limb[i] != 0) quotient_top = i;
+                    if (quotient_top >= 0 && i <= quotient_top - 2) break;
+                }
+                if (i < 0) i = 0;
+                sticky = remainder != 0;
+                for (int k = i - 1; k >= low; k--)
+                    sticky |= a->limb[k] != 0;
+                valid_low = i;
+                if (i < clear_low) clear_low = i;
+                top = quotient_top;
+            }
+            /* The 64 bits from the leading one down, and a sticky bit for the rest. */
+            uint64_t lead = (uint64_t)a->limb[top];
+            int b = 63 - engine_leading_zeros(lead); /* 0..31 */
+            uint64_t upper = (lead << 32) | engine_accumulator_digit(a, top - 1, valid_low);
+            uint64_t third = engine_accumulator_digit(a, top - 2, valid_low);
+            uint64_t m = (upper << (31 - b)) | (third >> (b + 1));
+            sticky |= (third & ((1ull << (b + 1)) - 1)) != 0;
+            for (int k = top - 3; k >= valid_low; k--)
+                sticky |= a->limb[k] != 0;
+            int q = 32 * top + b - 63 + ENGINE_ACC_LOW_EXPONENT;
+            result = engine_round_value(f, negative, m, q, sticky, dir);
+        }
+    }
+    for (int i = clear_low; i <= high + 1 && i < ENGINE_ACC_LIMBS; i++)
+        a->limb[i] = 0;
+    a->lowest = ENGINE_ACC_LIMBS;
+    a->highest = -1;
+    a->has_nan = a->has_positive_inf = a->has_negative_inf = 0;
+    a->not_all_negative_zero = a->not_all_positive_zero = 0;
+    return result;
+}
+
+/* ---- The fast paths ---------------------------------------------------------------------
+ * Notation for one element: its nonzero finite terms x_k, E the largest and e the smallest of
+ * their exponents (floor(log2|x|), a subnormal counting as the format's smallest normal
+ * exponent, which only makes the test stricter), p the precision of the input type, N the
+ * number of terms, L = ceil(log2 N). Every term is a multiple of u = 2^(e - p + 1) (its ulp is)
+ * and |x_k| < 2^(E+1).
+ *
+ * Binary16, bfloat16, binary32 (p = 11, 8, 24): sum the terms in binary64, any order. Every
+ * partial sum is a multiple of u of magnitude < N 2^(E+1) <= 2^(E+1+L), so it has at most
+ * E + 1 + L - (e - p + 1) = (E - e) + L + p significant bits, and it is exact in binary64 when
+ *     E - e <= 53 - p - L                                  (29 - L for binary32)
+ * (no overflow: 2^(E+1+L) <= 2^159). The exact double is then rounded once.
+ *
+ * Binary64 (p = 53): s_0 = x_0, (s_k, e_k) = TwoSum(s_{k-1}, x_k), t = sum of e_k in binary64.
+ * (a) |s_k| <= (k+1) 2^(E+1) by induction, as RN is monotone and (k+1) 2^(E+1) is a double;
+ *     so |s_{k-1} + x_k| <= 2^(E+1+L). Overflow is not excluded beforehand but detected
+ *     afterwards: a partial sum that overflows becomes infinite, every later s and t is then
+ *     inf or NaN, and so is s + t; the fast path requires s + t finite, which also rejects
+ *     infinite and NaN terms. Without overflow, TwoSum is exact.
+ * (b) every s_k is a multiple of u (RN of a multiple of u is one: if it is inexact the ulp is
+ *     coarser than u), hence so is every e_k, and |e_k| <= ulp/2 of a number of magnitude at
+ *     most 2^(E+1+L) (that power of two itself rounds exactly): |e_k| <= 2^(E+L-53).
+ * (c) every partial sum of the e_k is a multiple of u below (N-1) 2^(E+L-53) < 2^(E+2L-53)
+ *     in magnitude; it is a double when that is at most 2^53 u = 2^(e+1), that is when
+ *     E - e <= 54 - 2L.
+ * Then t is exact, the exact sum is s + t, and (S, T) = TwoSum(s, t) gives S = RN(sum) and
+ * T = sum - S exactly: the sign of T says whether a directed rounding steps S by one ulp (to
+ * infinity from the largest double when rounding away: the right overflow).
+ *
+ * For the 16- and 32-bit types the partial sums cannot overflow; infinite and NaN terms are
+ * rejected by their exponent field (all ones).
+ *
+ * Exact zero: with the sum started at -0, IEEE addition gives -0 exactly when every term is
+ * -0; only "round down" needs another look (mixed zeros must give -0, all +0 must give +0). */
+
+/* Largest E - e for which the binary64 fast path is exact, for precision p and N terms. */
+ENGINE_FUNCTION int engine_fast_window(int precision, int count)
+{
+    int l = engine_ceil_log2(count);
+    return precision == 53 ? 54 - 2 * l : 53 - precision - l;
+}
+
+/* Whether the exponent span of the terms fits the window, given the largest magnitude bits
+ * and (the smallest nonzero magnitude bits - 1), where zeros count as all ones so that they
+ * never win the minimum. Infinities and NaN are the callers' business. */
+ENGINE_FUNCTION int engine_fast_span_ok(const struct engine_format *f, uint64_t max_magnitude,
+                                        uint64_t min_nonzero_less_one, int window)
+{
+    int fraction_bits = f->precision - 1;
+    int64_t e_max = (int64_t)(max_magnitude >> fraction_bits);
+    int64_t e_min = (int64_t)((min_nonzero_less_one + 1) >> fraction_bits);
+    if (e_min < 1) e_min = 1;
+    return e_max - e_min <= window;
+}
+
+/* Whether a binary64 value is finite (integer test: no libm, no environment). */
+ENGINE_FUNCTION int engine_is_finite(double x)
+{
+    return (engine_double_bits(x) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+
+/* Bits of an exactly zero fast-path result: `sum` is the zero IEEE addition from -0 gave;
+ * any_nonzero says whether some term was nonzero (-1: unknown, look). */
+ENGINE_FUNCTION uint64_t engine_fast_zero(const struct engine_format *f, reprod_type type,
+                                          reprod_rounding dir, double sum, int any_nonzero,
+                                          const void *const *contributions, int count, size_t index)
+{
+    if (any_nonzero < 0) {
+        uint64_t magnitude_mask = engine_sign_bit(f) - 1;
+        any_nonzero = 0;
+        for (int k = 0; k < count; k++)
+            any_nonzero |= (engine_load_bits(type, contributions[k], index) & magnitude_mask) != 0;
+    }
+    if (any_nonzero || engine_double_bits(sum) != 0) /* cancellation, or every term -0 */
+        return engine_zero_bits(f, dir, !any_nonzero && engine_double_bits(sum) != 0, 0);
+    if (dir != REPROD_ROUND_DOWN) return 0;
+    for (int k = 0; k < count; k++) /* all zeros, not all -0: is any of them -0? */
+        if (engine_load_bits(type, contributions[k], index) != 0)
+            return engine_zero_bits(f, dir, 0, 0);
+    return 0;
+}
+
+/* Round S / N, S an exact nonzero binary64 sum of binary32, bfloat16 or binary16 terms, once
+ * to format f. q = RN(S / N) is normal and r = S - qN is exact (a multiple of ulp(q) below N
+ * ulp(q)), so S / N lies strictly beside q on the side of r when r != 0: pass the truncation
+ * with a sticky bit. */
+ENGINE_FUNCTION uint64_t engine_round_quotient(const struct engine_format *f, double sum, int count,
+                                               reprod_rounding dir)
+{
+    double n = (double)count;
+    double q = sum / n;
+    double r = fma(-q, n, sum);
+    uint64_t bits = engine_double_bits(q);
+    int negative = (int)(bits >> 63);
+    uint64_t m = (bits & 0xfffffffffffffull) | (1ull << 52);
+    int exponent = (int)((bits >> 52) & 0x7ff) - 1075;
+    int sticky = r != 0;
+    if (sticky && ((r < 0) != negative)) m -= 1; /* |S / N| < |q|: truncate to the double below */
+    return engine_round_value(f, negative, m, exponent, sticky, dir);
+}
+
+/* Round the exact binary64 sum `sum` of a fast-path element of a 16- or 32-bit type. */
+ENGINE_FUNCTION uint64_t engine_fast_finish(const struct engine_format *f, reprod_type type,
+                                            reprod_op op, reprod_rounding dir, double sum,
+                                            int any_nonzero, const void *const *contributions,
+                                            int count, size_t index)
+{
+    if (sum == 0)
+        return engine_fast_zero(f, type, dir, sum, any_nonzero, contributions, count, index);
+    if (op == REPROD_AVG) return engine_round_quotient(f, sum, count, dir);
+    return engine_round_double(f, sum, dir);
+}
+
+/* Round the exact unevaluated sum s + t of a binary64 fast-path element (see (c) above). */
+ENGINE_FUNCTION uint64_t engine_fast_finish_double(const struct engine_format *f,
+                                                   reprod_rounding dir, double s, double t,
+                                                   int any_nonzero,
+                                                   const void *const *contributions, int count,
+                                                   size_t index)
+{
+    double S, T;
+    engine_two_sum(s, t, &S, &T);
+    if (S == 0) /* then s + t = 0 exactly, and t = 0 when every term is zero */
+        return engine_fast_zero(f, REPROD_FLOAT64, dir, t == 0 ? s : 0.0, any_nonzero,
+                                contributions, count, index);
+    uint64_t bits = engine_double_bits(S);
+    if (T == 0 || dir == REPROD_ROUND_NEAREST) return bits;
+    int negative = S < 0;
+    int beyond = (T < 0) == negative; /* the exact sum is farther from zero than S */
+    if (engine_rounds_away(dir, negative)) return bits + (beyond ? 1 : 0);
+    return bits - (beyond ? 0 : 1); /* S != 0 is a multiple of u: no underflow to zero */
+}
+
+/* AVG of a binary64 fast-path element when N = 2^k, from `bits`, the sum rounded in the
+ * direction: scaling by 2^-k is exact and commutes with rounding as long as the quotient is
+ * normal; |q| >= 2^-1021 keeps a binade of margin, since just below 2^-1022 the subnormal grid
+ * is coarser than the scaled one. A sum that rounded to infinity (just above the largest
+ * double, rounding away) has a finite mean: not here either. Returns 0 where it does not
+ * apply (then take the general path). */
+ENGINE_FUNCTION int engine_fast_average_double(uint64_t *bits, int count)
+{
+    if (count & (count - 1)) return 0;
+    double sum = engine_double_from_bits(*bits);
+    double q = sum * (1.0 / count); /* 1/N is a power of two: exact */
+    uint64_t magnitude = engine_double_bits(q) & 0x7fffffffffffffffull;
+    if (sum != 0 && magnitude < (2ull << 52)) /* below 2^-1021: the general path */
+        return 0;
+    if (magnitude >= 0x7ff0000000000000ull) /* the sum overflowed */
+        return 0;
+    *bits = engine_double_bits(q);
+    return 1;
+}
+
+/* Whether the binary64 fast path serves `op` for N terms (AVG only for N a power of two). */
+ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
+{
+    return op == REPROD_SUM || (count & (count - 1)) == 0;
+}
+
+/* ---- One element, either path ----------------------------------------------------------- */
+
+/* Element `index` of the exact reduction: the bits of the rounded sum (or average) of
+ * contributions[0..count-1][index]. Tries the fast path unless force_general; `a` must be empty
+ * (and is left empty); *general is incremented when the general path ran. */
+ENGINE_FUNCTION uint64_t engine_exact_element(reprod_type type, reprod_op op, reprod_rounding dir,
+                                              const void *const *contributions, int count,
+                                              size_t index, int force_general,
+                                              struct engine_accumulator *a, size_t *general)
+{
+    struct engine_format f = engine_format_of(type);
+    uint64_t magnitude_mask = engine_sign_bit(&f) - 1;
+    if (!force_general && (type != REPROD_FLOAT64 || engine_fast_double_serves(op, count))) {
+        uint64_t max_magnitude = 0, min_nonzero_less_one = magnitude_mask;
+        double s = -0.0, t = 0.0;
+        for (int k = 0; k < count; k++) {
+            uint64_t bits = engine_load_bits(type, contributions[k], index);
+            uint64_t magnitude = bits & magnitude_mask;
+            uint64_t less_one = (magnitude - 1) & magnitude_mask;
+            max_magnitude = magnitude > max_magnitude ? magnitude : max_magnitude;
+            min_nonzero_less_one =
+                less_one < min_nonzero_less_one ? less_one : min_nonzero_less_one;
+            double x = engine_bits_to_double(type, &f, bits);
+            if (type == REPROD_FLOAT64) {
+                double e;
+                engine_two_sum(s, x, &s, &e);
+                t += e;
+            } else {
+                s += x;
+            }
+        }
+        int window = engine_fast_window(f.precision, count);
+        if (engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window)) {
+            if (type == REPROD_FLOAT64) {
+                if (engine_is_finite(s + t)) {
+                    uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0,
+                                                              contributions, count, index);
+                    if (op == REPROD_SUM || engine_fast_average_double(&bits, count)) return bits;
+                }
+            } else if ((max_magnitude >> (f.precision - 1)) < (1u << f.exponent_bits) - 1) {
+                return engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions,
+                                          count, index);
+            }
+        }
+    }
+    ++*general;
+    for (int k = 0; k < count; k++)
+        engine_accumulator_add(
+            a, engine_bits_to_double(type, &f, engine_load_bits(type, contributions[k], index)));
+    return engine_accumulator_round(a, &f, dir, op == REPROD_AVG ? (uint32_t)count : 1u);
+}
+
+/* One binary64 lane of a vector kernel: the fast-path result from its (s, t), or the general
+ * path when the kernel refused the lane (`fast` 0) or for an average the fast path does not
+ * serve. */
+ENGINE_FUNCTION uint64_t engine_float64_lane(reprod_op op, reprod_rounding dir,
+                                             const void *const *contributions, int count,
+                                             size_t index, int fast, double s, double t,
+                                             int any_nonzero, struct engine_accumulator *a,
+                                             size_t *general)
+{
+    if (fast) {
+        const struct engine_format f = engine_format_of(REPROD_FLOAT64);
+        uint64_t bits =
+            engine_fast_finish_double(&f, dir, s, t, any_nonzero, contributions, count, index);
+        if (op == REPROD_SUM || engine_fast_average_double(&bits, count)) return bits;
+    }
+    return engine_exact_element(REPROD_FLOAT64, op, dir, contributions, count, index, 1, a,
+                                general);
+}
+
+#endif /* REPROD_ENGINE_INNER_H */

@@ -1,0 +1,62 @@
+/* engine_kernels.h: the host engine's block kernels (internal to engine.c and engine_avx2.c).
+ *
+ * An exact kernel reduces elements [0, done) of an array, done a multiple of its block, and
+ * returns done; the caller finishes the tail with engine_exact_element. Within a block every
+ * input is read before any result is written, so `result` may be a contribution. Elements
+ * outside the fast path's window take the general path (`a`, *general counts them).
+ */
+#ifndef REPROD_ENGINE_KERNELS_H
+#define REPROD_ENGINE_KERNELS_H
+
+#include "engine_inner.h"
+
+#include <stddef.h>
+
+/* Exact binary32 sums or averages: sum in binary64, span check on the magnitude bits. */
+typedef size_t engine_exact_float32_kernel(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t element_count, float *result,
+                                           struct engine_accumulator *a, size_t *general);
+
+/* Exact binary64 sums, and averages when engine_fast_double_serves: the TwoSum cascade. */
+typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t element_count, double *result,
+                                           struct engine_accumulator *a, size_t *general);
+
+/* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
+engine_exact_float32_kernel engine_exact_float32_avx2;
+engine_exact_float64_kernel engine_exact_float64_avx2;
+
+/* Exact binary16 or bfloat16 (type) sums or averages, AVX2 + F16C (engine_avx2_16.c). */
+size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
+                               const void *const *contributions, int count, size_t element_count,
+                               uint16_t *result, struct engine_accumulator *a, size_t *general);
+
+/* The ordered fold of binary16 or bfloat16, AVX2 + F16C; returns how many elements it did
+ * (the caller folds the rest). */
+size_t engine_ordered_small_avx2(reprod_type type, int average, const uint16_t *const *c, int count,
+                                 size_t element_count, uint16_t *result);
+
+/* AVX-512F versions (engine_avx512.c); call only when engine_cpu_has_avx512(). */
+engine_exact_float32_kernel engine_exact_float32_avx512;
+engine_exact_float64_kernel engine_exact_float64_avx512;
+
+/* Whether this CPU runs the AVX2 (with F16C) or the AVX-512 kernels (0 where they are not
+ * built). */
+int engine_cpu_has_avx2(void);
+int engine_cpu_has_avx512(void);
+
+/* Kernel levels, for tests that pin one: every level computes the same bits. */
+enum engine_kernel_level {
+    ENGINE_KERNELS_AUTO = -1,   /* the widest this CPU runs (the default) */
+    ENGINE_KERNELS_GENERIC = 0, /* GCC vector code, any CPU */
+    ENGINE_KERNELS_AVX2 = 1,    /* engine_avx2.c, engine_avx2_16.c */
+    ENGINE_KERNELS_AVX512 = 2,  /* engine_avx512.c (16-bit types: the AVX2 kernels) */
+};
+
+/* Use at most `level` from now on (process-wide; for tests and benchmarks only). Returns 0,
+ * or -1 if this CPU cannot run that level. */
+int engine_limit_kernels(enum engine_kernel_level level);
+
+#endif /* REPROD_ENGINE_KERNELS_H */

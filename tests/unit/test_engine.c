@@ -1,0 +1,531 @@
+/* test_engine.c: the exact and ordered engine against MPFR (engine_oracle.h).
+ *
+ * Every exact case (engine_cases.h) runs for each type, rounding direction and op in every way
+ * the engine can run it: the default paths, force_general, each kernel level this CPU has, in
+ * place (result == contributions[0]) and with the contributions permuted; all must give the
+ * oracle's bits, and a mismatch prints every input. White-box tests pin the fast path's windows
+ * (engine_inner.h) and which elements each kernel sends to the general path.
+ */
+#include <criterion/criterion.h>
+
+#include "engine_cases.h"
+
+#include <fenv.h>
+#include <stdlib.h>
+#include <xmmintrin.h>
+
+/* ---- Tests ------------------------------------------------------------------------------ */
+
+static const int some_n[] = {1, 2, 3, 5, 8, 9, 16, 33};
+
+static void run_all_types(const char *label, generator *gen, size_t count, uint64_t seed)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof some_n / sizeof some_n[0]; s++)
+            run_generated(label, (reprod_type)t, some_n[s], count, gen, seed);
+}
+
+/* Any of the generators above, chosen per element. */
+static void gen_mixed(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    static generator *const all[] = {gen_similar,       gen_wide,       gen_cancel,
+                                     gen_zeros,         gen_ties,       gen_subnormal,
+                                     gen_overflow,      gen_specials,   gen_big_cancel,
+                                     gen_quotient_ties, gen_window_edge};
+    all[rng_range(r, 0, (int)(sizeof all / sizeof all[0]) - 1)](f, r, n, terms);
+}
+
+Test(engine, exact_matches_mpfr_on_many_mixed_random_elements)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int trial = 0; trial < 12; trial++) {
+            struct rng r = {1000 + (uint64_t)trial};
+            int n = rng_range(&r, 1, 40);
+            run_generated("mixed", (reprod_type)t, n, 401, gen_mixed, 16 + (uint64_t)trial);
+        }
+}
+
+Test(engine, exact_sum_matches_mpfr_in_all_directions_for_similar_magnitudes)
+{
+    fast_elements_seen = general_elements_seen = 0;
+    run_all_types("similar", gen_similar, 67, 1);
+    cr_assert_gt(fast_elements_seen, 0, "the fast path never ran");
+}
+
+Test(engine, exact_matches_mpfr_over_the_whole_exponent_range)
+{
+    fast_elements_seen = general_elements_seen = 0;
+    run_all_types("wide", gen_wide, 67, 2);
+    cr_assert_gt(general_elements_seen, 0, "the general path never ran");
+}
+
+Test(engine, exact_zero_sums_follow_the_mpfr_sum_sign_rule)
+{
+    run_all_types("cancel", gen_cancel, 33, 3);
+    run_all_types("zeros", gen_zeros, 33, 4);
+}
+
+Test(engine, exact_rounds_ties_and_near_ties_correctly)
+{
+    run_all_types("ties", gen_ties, 67, 5);
+}
+
+Test(engine, exact_average_rounds_quotient_ties_and_near_ties_correctly)
+{
+    static const int ns[] = {3, 5, 6, 7, 10, 12, 24};
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+            run_generated("quotient-ties", (reprod_type)t, ns[s], 67, gen_quotient_ties, 14);
+}
+
+/* White box: the invariant the proofs in engine_inner.h claim, checked with MPFR right at
+ * the window's edge: the binary64 sum (16- and 32-bit types) or s + t (binary64, with t the
+ * sum of the TwoSum errors) is the exact sum, and the engine accepts these elements. */
+Test(engine, fast_path_windows_keep_the_binary64_sums_exact)
+{
+    static const int ns[] = {2, 3, 4, 5, 8, 9, 16, 17, 33, 64};
+    struct rng r = {700};
+    mpfr_t exact, check, term;
+    mpfr_inits2(ORACLE_EXACT_BITS, exact, check, term, (mpfr_ptr)0);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    for (int t = 0; t < ALL_TYPES; t++) {
+        const struct tfmt *f = &test_formats[t];
+        struct engine_format ef = engine_format_of((reprod_type)t);
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int n = ns[s], window = engine_fast_window(f->p, n);
+            if (window < 0) continue;
+            for (int trial = 0; trial < 400; trial++) {
+                gen_window_edge(f, &r, n, terms);
+                uint64_t max_magnitude = 0, min_less_one = tf_sign(f) - 1;
+                double sum = -0.0, errors = 0.0;
+                mpfr_set_zero(exact, 1);
+                for (int k = 0; k < n; k++) {
+                    uint64_t magnitude = terms[k] & (tf_sign(f) - 1);
+                    uint64_t less_one = (magnitude - 1) & (tf_sign(f) - 1);
+                    max_magnitude = magnitude > max_magnitude ? magnitude : max_magnitude;
+                    min_less_one = less_one < min_less_one ? less_one : min_less_one;
+                    double x = tf_to_double((reprod_type)t, terms[k]);
+                    mpfr_set_d(term, x, MPFR_RNDN);
+                    mpfr_add(exact, exact, term, MPFR_RNDN);
+                    if (t == REPROD_FLOAT64) {
+                        double e;
+                        engine_two_sum(sum, x, &sum, &e);
+                        errors += e;
+                    } else {
+                        sum += x;
+                    }
+                }
+                cr_assert(engine_fast_span_ok(&ef, max_magnitude, min_less_one, window),
+                          "%s N=%d: an element at the window's edge was refused", f->name, n);
+                mpfr_set_d(check, sum, MPFR_RNDN);
+                mpfr_set_d(term, errors, MPFR_RNDN);
+                mpfr_add(check, check, term, MPFR_RNDN);
+                if (mpfr_cmp(check, exact) != 0) {
+                    fprintf(stderr, "window %d for %s N=%d is not exact:", window, f->name, n);
+                    for (int k = 0; k < n; k++)
+                        fprintf(stderr, " %#llx", (unsigned long long)terms[k]);
+                    fprintf(stderr, "\n");
+                    cr_assert_fail("binary64 fast-path sum inexact");
+                }
+            }
+        }
+    }
+    mpfr_clears(exact, check, term, (mpfr_ptr)0);
+}
+
+/* Every kernel level draws the fast path's border where engine_fast_window says: in a block of
+ * 64 elements, element 0 is 1 + 2^-100 (general, and an inexact binary64 sum, so the flag-first
+ * binary32 kernels must fall back to their span check), even elements span exactly the window
+ * (fast), odd ones one exponent more (general). Binary16 never leaves the window. */
+Test(engine, every_kernel_draws_the_fast_window_border_exactly)
+{
+    static const int ns[] = {2, 3, 8, 16};
+    enum { COUNT = 64 };
+    for (int t = REPROD_BFLOAT16; t < ALL_TYPES; t++) {
+        const struct tfmt *f = &test_formats[t];
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int n = ns[s], window = engine_fast_window(f->p, n);
+            struct rng r = {900 + (uint64_t)n};
+            struct tcase c = case_new("window-border", (reprod_type)t, n, COUNT);
+            int top = f->p == 53 ? 1500 : window + 20;
+            for (size_t i = 0; i < COUNT; i++) {
+                for (int k = 0; k < n; k++) {
+                    int field = rng_range(&r, top - window, top);
+                    if (k == 0) field = top;
+                    if (k == n - 1) field = top - window - (int)(i % 2);
+                    c.terms[(size_t)k * COUNT + i] =
+                        tf_make(f, (int)(rng_next(&r) & 1), field, random_frac(f, &r) | 1);
+                }
+                if (i == 0) { /* the poison element */
+                    for (int k = 0; k < n; k++)
+                        c.terms[(size_t)k * COUNT] = 0;
+                    c.terms[0] = tf_make(f, 0, f->bias, 0);
+                    c.terms[(size_t)(n - 1) * COUNT] = tf_make(f, 0, f->bias - 100, 0);
+                }
+            }
+            int order[16];
+            for (int k = 0; k < n; k++)
+                order[k] = k;
+            void **buffers = case_buffers(&c, order);
+            void *out = malloc((COUNT + 1) * 8);
+            for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
+                if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+                struct reprod_engine_stats stats = {0};
+                reprod_engine_exact((reprod_type)t, REPROD_SUM, REPROD_ROUND_NEAREST,
+                                    (const void *const *)buffers, n, COUNT, out, NULL, &stats);
+                engine_limit_kernels(ENGINE_KERNELS_AUTO);
+                cr_expect_eq(stats.general_elements, COUNT / 2 + 1,
+                             "%s N=%d kernel level %d: %zu general elements, expected %d", f->name,
+                             n, level, stats.general_elements, COUNT / 2 + 1);
+            }
+            free(out);
+            buffers_free(buffers, n);
+            check_exact(&c, &r);
+            free(c.terms);
+        }
+    }
+}
+
+Test(engine, exact_matches_mpfr_at_the_edge_of_the_fast_path_window)
+{
+    static const int ns[] = {2, 3, 5, 8, 16, 33};
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+            run_generated("window-edge", (reprod_type)t, ns[s], 67, gen_window_edge, 15);
+}
+
+/* Thousands of contributions: the accumulator's top limb takes more than 2^32 before its
+ * carries are split: N copies of x whose significand sits at bit offset 31 of a 32-bit limb
+ * (exponents near 2 for every type: binary16's field 16, 128 for the 8-bit exponents, 1024),
+ * and of its negation, besides random values. */
+Test(engine, exact_many_contributions_use_the_carry_headroom)
+{
+    enum { N = 20011, COUNT = 11 };
+    static const int offset31_field[ALL_TYPES] = {16, 128, 128, 1024};
+    struct rng r = {800};
+    mpfr_t exact, x;
+    mpfr_inits2(ORACLE_EXACT_BITS, exact, x, (mpfr_ptr)0);
+    for (int t = 0; t < ALL_TYPES; t++) {
+        const struct tfmt *f = &test_formats[t];
+        size_t size = tf_size((reprod_type)t);
+        uint64_t values[COUNT];
+        char *column = calloc(COUNT, size);
+        for (int i = 0; i < COUNT; i++) {
+            int field = i < 4 ? offset31_field[t] : rng_range(&r, 1, tf_max_field(f) - 16);
+            values[i] = tf_make(f, i % 2, field, tf_frac_mask(f) - (uint64_t)i);
+            memcpy(column + (size_t)i * size, &values[i], size);
+        }
+        const void **in = calloc(N, sizeof(void *));
+        for (int k = 0; k < N; k++)
+            in[k] = column;
+        char *out = calloc(COUNT, size);
+        struct reprod_engine_options general = {.force_general = 1};
+        for (int op = 0; op < 2; op++)
+            for (int dir = 0; dir < 4; dir++)
+                for (int path = 0; path < 2; path++) {
+                    cr_assert_eq(reprod_engine_exact((reprod_type)t, op, dir, in, N, COUNT, out,
+                                                     path ? &general : NULL, NULL),
+                                 REPROD_OK);
+                    for (int i = 0; i < COUNT; i++) {
+                        mpfr_set_d(x, tf_to_double((reprod_type)t, values[i]), MPFR_RNDN);
+                        mpfr_mul_ui(exact, x, N, MPFR_RNDN);
+                        uint64_t expected = oracle_round_exact((reprod_type)t, op, dir, exact, N);
+                        uint64_t got = load_result((reprod_type)t, out, (size_t)i);
+                        cr_assert_eq(got, expected,
+                                     "%s %s %s N=%d x=%#llx path=%d: expected %#llx got %#llx",
+                                     f->name, test_op_names[op], test_rounding_names[dir], N,
+                                     (unsigned long long)values[i], path,
+                                     (unsigned long long)expected, (unsigned long long)got);
+                    }
+                }
+        free(in);
+        free(out);
+        free(column);
+    }
+    mpfr_clears(exact, x, (mpfr_ptr)0);
+}
+
+Test(engine, exact_subnormal_results_are_exact)
+{
+    run_all_types("subnormal", gen_subnormal, 67, 6);
+}
+
+Test(engine, exact_overflow_gives_infinity_or_the_largest_value_by_direction)
+{
+    run_all_types("overflow", gen_overflow, 33, 7);
+    run_all_types("overflow-edge", gen_overflow_edge, 67, 17);
+}
+
+Test(engine, exact_infinities_and_nans_give_canonical_results)
+{
+    run_all_types("specials", gen_specials, 33, 8);
+}
+
+Test(engine, exact_big_cancellation_keeps_the_tiny_terms)
+{
+    run_all_types("big-cancel", gen_big_cancel, 33, 9);
+}
+
+Test(engine, exact_every_contribution_count_from_1_to_64)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int n = 1; n <= 64; n++) {
+            run_generated("n-similar", (reprod_type)t, n, 9, gen_similar, 10);
+            run_generated("n-wide", (reprod_type)t, n, 9, gen_wide, 11);
+        }
+}
+
+Test(engine, exact_element_counts_that_are_not_multiples_of_the_block)
+{
+    static const size_t counts[] = {1, 7, 8, 9, 63, 257, 1000};
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            run_generated("count-similar", (reprod_type)t, 4, counts[c], gen_similar, 12);
+            run_generated("count-wide", (reprod_type)t, 3, counts[c], gen_wide, 13);
+        }
+}
+
+Test(engine, exact_fast_and_general_paths_agree_and_both_run)
+{
+    /* Blocks mixing fast and general elements: every fourth element is spread widely (binary16
+     * sums are always exact in binary64, so there an infinity sends it to the general path). */
+    for (int t = 0; t < ALL_TYPES; t++) {
+        struct rng r = {100 + (uint64_t)t};
+        struct tcase c = case_new("mixed", (reprod_type)t, 8, 203);
+        uint64_t terms[8];
+        for (size_t i = 0; i < c.count; i++) {
+            generator *odd = t == REPROD_FLOAT16 ? gen_specials : gen_wide;
+            (i % 4 == 0 ? odd : gen_similar)(&test_formats[t], &r, 8, terms);
+            for (int k = 0; k < 8; k++)
+                c.terms[(size_t)k * c.count + i] = terms[k];
+        }
+        fast_elements_seen = general_elements_seen = 0;
+        check_exact(&c, &r);
+        cr_assert_gt(fast_elements_seen, 0);
+        cr_assert_gt(general_elements_seen, 0);
+        free(c.terms);
+    }
+}
+
+/* Hand-picked cases with known answers, as a cross-check of the oracle itself. */
+Test(engine, exact_known_answers)
+{
+    float a[4] = {1.0f, 0x1p-24f, 0x1p-24f, -0.0f}; /* 1 + 2^-23 exactly */
+    float b[4] = {0x1p-24f, 0.0f, -0x1p-24f, -0.0f};
+    float c3[4] = {0x1p-24f, -0.0f, 0x1p-149f, -0.0f};
+    const void *in[3] = {a, b, c3};
+    float out[4];
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, in, 3, 4, out),
+        REPROD_OK);
+    cr_assert_eq(out[0], 1.0f + 0x1p-23f);
+    cr_assert_eq(out[1], 0x1p-24f);
+    cr_assert_eq(out[2], 0x1p-149f);
+    cr_assert(out[3] == 0 && signbit(out[3]), "all -0 must give -0");
+    double big[1] = {1e308}, nbig[1] = {-1e308}, tiny[1] = {0x1p-1074};
+    const void *in2[3] = {big, tiny, nbig};
+    double r;
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT64, REPROD_SUM, REPROD_ROUND_NEAREST, in2, 3, 1, &r),
+        REPROD_OK);
+    cr_assert_eq(r, 0x1p-1074);
+    double third = 1.0 / 3.0, one[1] = {1.0}, zero[1] = {0.0}, zero2[1] = {0.0};
+    const void *in3[3] = {one, zero, zero2};
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT64, REPROD_AVG, REPROD_ROUND_NEAREST, in3, 3, 1, &r),
+        REPROD_OK);
+    cr_assert_eq(r, third);
+    /* A sum just above the largest double, inside the fast window: it rounds up to infinity,
+     * but its mean (N = 2) is finite and rounds up to 2^1023. */
+    double a15[1] = {0x1.8p1023}, b_below[1] = {0x1p1022 - 0x1p969};
+    const void *in4[2] = {a15, b_below};
+    cr_assert_eq(reprod_reduce_exact(REPROD_FLOAT64, REPROD_SUM, REPROD_ROUND_UP, in4, 2, 1, &r),
+                 REPROD_OK);
+    cr_assert(isinf(r) && r > 0);
+    cr_assert_eq(reprod_reduce_exact(REPROD_FLOAT64, REPROD_AVG, REPROD_ROUND_UP, in4, 2, 1, &r),
+                 REPROD_OK);
+    cr_assert_eq(r, 0x1p1023);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT64, REPROD_AVG, REPROD_ROUND_NEAREST, in4, 2, 1, &r),
+        REPROD_OK);
+    cr_assert_eq(r, 0x1p1023); /* the mean is 2^1023 - 2^968: a quarter ulp below */
+    cr_assert_eq(reprod_reduce_exact(REPROD_FLOAT64, REPROD_AVG, REPROD_ROUND_ZERO, in4, 2, 1, &r),
+                 REPROD_OK);
+    cr_assert_eq(r, 0x1p1023 - 0x1p970);
+}
+
+Test(engine, exact_ignores_and_restores_the_caller_fp_environment)
+{
+    for (int t = 0; t < ALL_TYPES; t++) {
+        struct rng r = {200 + (uint64_t)t};
+        size_t count = 100, bytes = (count + 1) * tf_size((reprod_type)t);
+        struct tcase c = case_new("env", (reprod_type)t, 5, count);
+        uint64_t terms[5];
+        for (size_t i = 0; i < count; i++) {
+            (i % 2 ? gen_subnormal : gen_similar)(&test_formats[t], &r, 5, terms);
+            for (int k = 0; k < 5; k++)
+                c.terms[(size_t)k * count + i] = terms[k];
+        }
+        int order[5] = {0, 1, 2, 3, 4};
+        void **buffers = case_buffers(&c, order);
+        const void *const *in = (const void *const *)buffers;
+        void *reference = malloc(bytes), *under_env = malloc(bytes);
+        for (int op = 0; op < 2; op++) {
+            for (int dir = 0; dir < 4; dir++) {
+                reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, reference);
+                fesetround(FE_UPWARD);
+                unsigned int csr = _mm_getcsr() | 0x8040; /* FTZ and DAZ */
+                _mm_setcsr(csr);
+                feclearexcept(FE_ALL_EXCEPT);
+                reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
+                cr_assert_eq(fegetround(), FE_UPWARD, "rounding mode not restored");
+                cr_assert_eq(_mm_getcsr(), csr, "MXCSR not restored");
+                cr_assert_eq(fetestexcept(FE_ALL_EXCEPT), 0, "exception flags leaked");
+                reprod_reduce_ordered((reprod_type)t, op, in, 5, count, under_env);
+                cr_assert_eq(_mm_getcsr(), csr, "MXCSR not restored by ordered");
+                fesetenv(FE_DFL_ENV);
+                reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
+                cr_assert_eq(memcmp(reference, under_env, count * tf_size((reprod_type)t)), 0);
+                fesetround(FE_DOWNWARD);
+                _mm_setcsr(_mm_getcsr() | 0x8040);
+                reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
+                fesetenv(FE_DFL_ENV);
+                cr_assert_eq(memcmp(reference, under_env, count * tf_size((reprod_type)t)), 0,
+                             "result depends on the caller's environment (%s)",
+                             test_formats[t].name);
+            }
+        }
+        free(reference);
+        free(under_env);
+        buffers_free(buffers, 5);
+        free(c.terms);
+    }
+}
+
+/* The ordered fold against MPFR rounding each addition (and, for binary32 and binary64, a
+ * plain fold in the type). Finite inputs; overflow to infinity included. */
+static void check_ordered(reprod_type t, int n, size_t count, generator *gen, uint64_t seed)
+{
+    struct rng r = {seed};
+    struct tcase c = case_new("ordered", t, n, count);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    for (size_t i = 0; i < count; i++) {
+        gen(&test_formats[t], &r, n, terms);
+        for (int k = 0; k < n; k++)
+            c.terms[(size_t)k * count + i] = terms[k];
+    }
+    int order[ORACLE_MAX_TERMS];
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    void **buffers = case_buffers(&c, order);
+    void *out = malloc((count + 1) * tf_size(t));
+    size_t mismatches = 0;
+    for (int run = 0; run < 2 * (ENGINE_KERNELS_AVX512 + 1); run++) {
+        int op = run % 2, level = run / 2; /* every kernel level this CPU runs */
+        if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+        int rc = reprod_reduce_ordered(t, op, (const void *const *)buffers, n, count, out);
+        engine_limit_kernels(ENGINE_KERNELS_AUTO);
+        cr_assert_eq(rc, REPROD_OK);
+        for (size_t i = 0; i < count; i++) {
+            for (int k = 0; k < n; k++)
+                terms[k] = c.terms[(size_t)k * count + i];
+            uint64_t expected = oracle_ordered(t, op, terms, n);
+            uint64_t got = load_result(t, out, i);
+            if (t == REPROD_FLOAT32 && op == REPROD_SUM) {
+                float acc = (float)tf_to_double(t, terms[0]);
+                for (int k = 1; k < n; k++)
+                    acc += (float)tf_to_double(t, terms[k]);
+                uint32_t plain;
+                memcpy(&plain, &acc, 4);
+                cr_assert_eq(plain, expected, "MPFR and the plain fold disagree");
+            }
+            if (t == REPROD_FLOAT64 && op == REPROD_SUM) {
+                double acc = tf_to_double(t, terms[0]);
+                for (int k = 1; k < n; k++)
+                    acc += tf_to_double(t, terms[k]);
+                cr_assert_eq(tf_from_double(t, acc), expected, "MPFR and the plain fold disagree");
+            }
+            const struct tfmt *f = &test_formats[t];
+            int both_nan = tf_is_nan(f, expected) && tf_is_nan(f, got);
+            if (got != expected && !both_nan) {
+                if (mismatches < MAX_REPORTS)
+                    report(&c, "ordered", op, REPROD_ROUND_NEAREST, i, expected, got);
+                mismatches++;
+            }
+        }
+    }
+    /* In place gives the same bits. */
+    void *copy = malloc((count + 1) * tf_size(t));
+    for (int op = 0; op < 2; op++) {
+        reprod_reduce_ordered(t, op, (const void *const *)buffers, n, count, out);
+        void *saved0 = buffers[0];
+        memcpy(copy, saved0, count * tf_size(t));
+        buffers[0] = copy;
+        reprod_reduce_ordered(t, op, (const void *const *)buffers, n, count, copy);
+        buffers[0] = saved0;
+        cr_assert_eq(memcmp(copy, out, count * tf_size(t)), 0, "ordered in place differs");
+    }
+    free(copy);
+    cr_expect_eq(mismatches, 0, "ordered %s N=%d: %zu mismatches", test_formats[t].name, n,
+                 mismatches);
+    free(out);
+    buffers_free(buffers, n);
+    free(c.terms);
+}
+
+Test(engine, ordered_equals_the_reference_fold)
+{
+    static const int ns[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 40};
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            check_ordered((reprod_type)t, ns[s], 1031, gen_similar, 300 + s);
+            check_ordered((reprod_type)t, ns[s], 77, gen_wide, 400 + s);
+            check_ordered((reprod_type)t, ns[s], 77, gen_subnormal, 500 + s);
+            check_ordered((reprod_type)t, ns[s], 77, gen_overflow, 600 + s);
+        }
+}
+
+Test(engine, invalid_arguments_return_einval)
+{
+    float x[2] = {1, 2}, y[2] = {3, 4}, out[2];
+    const void *in[2] = {x, y};
+    const void *with_null[2] = {x, NULL};
+    cr_assert_eq(reprod_type_size(REPROD_FLOAT16), 2);
+    cr_assert_eq(reprod_type_size(REPROD_BFLOAT16), 2);
+    cr_assert_eq(reprod_type_size(REPROD_FLOAT32), 4);
+    cr_assert_eq(reprod_type_size(REPROD_FLOAT64), 8);
+    cr_assert_eq(reprod_type_size((reprod_type)7), 0);
+    cr_assert_eq(
+        reprod_reduce_exact((reprod_type)9, REPROD_SUM, REPROD_ROUND_NEAREST, in, 2, 2, out),
+        REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, (reprod_op)5, REPROD_ROUND_NEAREST, in, 2, 2, out),
+        REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, (reprod_rounding)4, in, 2, 2, out),
+                 REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, in, 0, 2, out),
+        REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, NULL, 2, 2, out),
+        REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, with_null, 2, 2, out),
+        REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, in, 2, 2, NULL),
+        REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_ordered((reprod_type)9, REPROD_SUM, in, 2, 2, out), REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, (reprod_op)2, in, 2, 2, out), REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, in, -1, 2, out), REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, with_null, 2, 2, out),
+                 REPROD_EINVAL);
+    cr_assert_eq(reprod_engine_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, in, 2, 2,
+                                     NULL, NULL, NULL),
+                 REPROD_EINVAL);
+    /* element_count 0 does nothing and is fine, even with NULL buffers. */
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, NULL, 2, 0, NULL),
+        REPROD_OK);
+    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, NULL, 2, 0, NULL), REPROD_OK);
+}
