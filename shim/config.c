@@ -1,0 +1,266 @@
+/* config.c: parse and validate the REPROD_* environment once per process.
+ *
+ * Everything is read from the environment the process started with; nothing is re-read per
+ * call (the hot paths only load the parsed struct).
+ */
+#include "config.h"
+
+#include "common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* A variable whose value is one word of a fixed set. */
+struct word_setting {
+    const char *variable;
+    const char *const *words; /* NULL-terminated; index = the enum value */
+    const char *allowed;      /* for the error message */
+};
+
+static const char *const mode_words[] = {"exact", "ordered", "off", NULL};
+static const char *const rounding_words[] = {"nearest", "zero", "up", "down", NULL};
+static const char *const seed_words[] = {"hash", "rank", "shared", "off", NULL};
+static const char *const strict_words[] = {"0", "1", NULL};
+static const char *const verbose_words[] = {"0", "1", "2", NULL};
+
+static const struct word_setting mode_setting = {"REPROD_MODE", mode_words, "exact, ordered, off"};
+static const struct word_setting rounding_setting = {"REPROD_ROUNDING", rounding_words,
+                                                     "nearest, zero, up, down"};
+static const struct word_setting seed_setting = {"REPROD_SEED_POLICY", seed_words,
+                                                 "hash, rank, shared, off"};
+static const struct word_setting strict_setting = {"REPROD_STRICT", strict_words, "0, 1"};
+static const struct word_setting verbose_setting = {"REPROD_VERBOSE", verbose_words, "0, 1, 2"};
+
+/* Every variable the shim knows, for the "did you mean" warning. */
+static const char *const known_variables[] = {
+    "REPROD_MODE",    "REPROD_ROUNDING", "REPROD_STRICT",  "REPROD_SEED_POLICY",
+    "REPROD_ENTROPY", "REPROD_LOG",      "REPROD_VERBOSE", "REPROD_TRACE",
+};
+
+const char *reprod_mode_name(enum reprod_mode mode)
+{
+    return (unsigned)mode < 3 ? mode_words[mode] : "?";
+}
+
+const char *reprod_rounding_name(reprod_rounding rounding)
+{
+    return (unsigned)rounding < 4 ? rounding_words[rounding] : "?";
+}
+
+const char *reprod_seed_policy_name(reprod_seed_policy policy)
+{
+    return (unsigned)policy < 4 ? seed_words[policy] : "?";
+}
+
+/* The value of `name` in `environment`, or NULL when it is absent or empty (an empty value
+ * means "default", as `REPROD_MODE= cmd` is commonly written to unset). */
+static const char *lookup(char *const environment[], const char *name)
+{
+    size_t length = strlen(name);
+    for (size_t i = 0; environment && environment[i]; i++) {
+        const char *entry = environment[i];
+        if (strncmp(entry, name, length) == 0 && entry[length] == '=')
+            return entry[length + 1] ? entry + length + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* Parse a word setting into *value (unchanged when absent). Case is ignored. */
+static int parse_word(char *const environment[], const struct word_setting *setting, int *value,
+                      char *error, size_t error_bytes)
+{
+    const char *text = lookup(environment, setting->variable);
+    if (!text) return 0;
+    for (int i = 0; setting->words[i]; i++) {
+        if (strcasecmp(text, setting->words[i]) == 0) {
+            *value = i;
+            return 0;
+        }
+    }
+    snprintf(error, error_bytes, "%s=%s is not valid; allowed values: %s", setting->variable, text,
+             setting->allowed);
+    return -1;
+}
+
+/* Parse REPROD_ENTROPY: an unsigned 64-bit integer, decimal or 0x hexadecimal. */
+static int parse_entropy(char *const environment[], struct reprod_config *config, char *error,
+                         size_t error_bytes)
+{
+    const char *text = lookup(environment, "REPROD_ENTROPY");
+    if (!text) return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 0);
+    if (errno || end == text || *end || text[0] == '-' || isspace((unsigned char)text[0])) {
+        snprintf(error, error_bytes,
+                 "REPROD_ENTROPY=%s is not valid; allowed values: an unsigned 64-bit integer",
+                 text);
+        return -1;
+    }
+    config->entropy_set = 1;
+    config->entropy = value;
+    return 0;
+}
+
+/* Parse REPROD_LOG: a file pattern whose % escapes are %h, %p, %r or %%. */
+static int parse_log(char *const environment[], struct reprod_config *config, char *error,
+                     size_t error_bytes)
+{
+    const char *text = lookup(environment, "REPROD_LOG");
+    if (!text) return 0;
+    for (const char *p = text; *p; p++) {
+        if (*p != '%') continue;
+        p++;
+        if (*p != 'h' && *p != 'p' && *p != 'r' && *p != '%') {
+            snprintf(error, error_bytes,
+                     "REPROD_LOG=%s is not valid; allowed values: a file path whose %% escapes "
+                     "are %%h (host), %%p (pid), %%r (rank), %%%%",
+                     text);
+            return -1;
+        }
+    }
+    if (strlen(text) >= sizeof config->log_pattern) {
+        snprintf(error, error_bytes, "REPROD_LOG is longer than %zu bytes",
+                 sizeof config->log_pattern - 1);
+        return -1;
+    }
+    strcpy(config->log_pattern, text);
+    return 0;
+}
+
+/* Parse REPROD_TRACE: a directory path (created on first use). */
+static int parse_trace(char *const environment[], struct reprod_config *config, char *error,
+                       size_t error_bytes)
+{
+    const char *text = lookup(environment, "REPROD_TRACE");
+    if (!text) return 0;
+    if (strlen(text) >= sizeof config->trace_dir - 32) {
+        snprintf(error, error_bytes, "REPROD_TRACE is longer than %zu bytes",
+                 sizeof config->trace_dir - 33);
+        return -1;
+    }
+    strcpy(config->trace_dir, text);
+    return 0;
+}
+
+int reprod_config_parse(char *const environment[], struct reprod_config *config, char *error,
+                        size_t error_bytes)
+{
+    memset(config, 0, sizeof *config);
+    config->mode = REPROD_MODE_EXACT;
+    config->rounding = REPROD_ROUND_NEAREST;
+    config->seed_policy = REPROD_SEED_HASH;
+
+    int mode = config->mode, rounding = config->rounding, policy = config->seed_policy;
+    if (parse_word(environment, &mode_setting, &mode, error, error_bytes) ||
+        parse_word(environment, &rounding_setting, &rounding, error, error_bytes) ||
+        parse_word(environment, &strict_setting, &config->strict, error, error_bytes) ||
+        parse_word(environment, &seed_setting, &policy, error, error_bytes) ||
+        parse_word(environment, &verbose_setting, &config->verbose, error, error_bytes) ||
+        parse_entropy(environment, config, error, error_bytes) ||
+        parse_log(environment, config, error, error_bytes) ||
+        parse_trace(environment, config, error, error_bytes))
+        return -1;
+    config->mode = (enum reprod_mode)mode;
+    config->rounding = (reprod_rounding)rounding;
+    config->seed_policy = (reprod_seed_policy)policy;
+    return 0;
+}
+
+/* Levenshtein distance between two short strings (names of at most 63 characters). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return (size_t)-1;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diagonal + cost;
+            if (above + 1 < best) best = above + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[lb];
+}
+
+int reprod_config_unknown(char *const environment[], size_t *cursor, char *name, size_t name_bytes,
+                          const char **nearest)
+{
+    for (; environment && environment[*cursor]; (*cursor)++) {
+        const char *entry = environment[*cursor];
+        if (strncmp(entry, "REPROD_", 7) != 0) continue;
+        size_t length = strcspn(entry, "=");
+        int known = 0;
+        for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++)
+            if (strlen(known_variables[k]) == length &&
+                strncmp(entry, known_variables[k], length) == 0)
+                known = 1;
+        if (known) continue;
+        snprintf(name, name_bytes, "%.*s", (int)length, entry);
+        size_t best = (size_t)-1;
+        for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++) {
+            size_t distance = edit_distance(name, known_variables[k]);
+            if (distance < best) {
+                best = distance;
+                *nearest = known_variables[k];
+            }
+        }
+        (*cursor)++;
+        return 1;
+    }
+    return 0;
+}
+
+static struct reprod_config process_config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* Write a whole line to stderr without stdio (the host's stderr buffer is not ours). */
+static void write_stderr_line(const char *text)
+{
+    char line[PATH_MAX + 256];
+    int length = snprintf(line, sizeof line, "reprod: %s\n", text);
+    if (length < 0) return;
+    if ((size_t)length >= sizeof line) length = sizeof line - 1;
+    ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
+    (void)ignored;
+}
+
+static void load_config(void)
+{
+    char error[PATH_MAX + 128];
+    if (reprod_config_parse(environ, &process_config, error, sizeof error) != 0) {
+        write_stderr_line(error);
+        _exit(2);
+    }
+    size_t cursor = 0;
+    char name[128];
+    const char *nearest = NULL;
+    while (reprod_config_unknown(environ, &cursor, name, sizeof name, &nearest)) {
+        char warning[256];
+        snprintf(warning, sizeof warning, "warning: unknown variable %s; did you mean %s?", name,
+                 nearest);
+        write_stderr_line(warning);
+    }
+}
+
+const struct reprod_config *reprod_config(void)
+{
+    pthread_once(&config_once, load_config);
+    return &process_config;
+}

@@ -1,0 +1,98 @@
+/* log.c: one line per message, written with a single write(2) so that lines of several
+ * threads or ranks sharing a file do not interleave. */
+#include "log.h"
+
+#include "config.h"
+#include "rank.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_fd = -1; /* -1: not open yet */
+
+int reprod_log_enabled(enum reprod_log_level level)
+{
+    return (int)level <= reprod_config()->verbose;
+}
+
+/* Expand %h, %p, %r and %% of `pattern` into `path`. Returns 0, or -1 if it does not fit. */
+static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
+{
+    size_t used = 0;
+    for (const char *p = pattern; *p; p++) {
+        char piece[256];
+        if (*p == '%' && p[1]) {
+            p++;
+            if (*p == 'h') {
+                if (gethostname(piece, sizeof piece) != 0) strcpy(piece, "unknown-host");
+                piece[sizeof piece - 1] = '\0';
+            } else if (*p == 'p') {
+                snprintf(piece, sizeof piece, "%ld", (long)getpid());
+            } else if (*p == 'r') {
+                snprintf(piece, sizeof piece, "%d", reprod_rank());
+            } else {
+                snprintf(piece, sizeof piece, "%c", *p);
+            }
+        } else {
+            snprintf(piece, sizeof piece, "%c", *p);
+        }
+        size_t length = strlen(piece);
+        if (used + length + 1 > path_bytes) return -1;
+        memcpy(path + used, piece, length);
+        used += length;
+    }
+    path[used] = '\0';
+    return 0;
+}
+
+/* The descriptor to write to: the REPROD_LOG file, opened on first use, or stderr. */
+static int log_descriptor(void)
+{
+    const struct reprod_config *config = reprod_config();
+    if (!config->log_pattern[0]) return STDERR_FILENO;
+    pthread_mutex_lock(&open_lock);
+    if (log_fd < 0) {
+        char path[PATH_MAX];
+        int fd = -1;
+        if (expand_pattern(config->log_pattern, path, sizeof path) == 0)
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        /* A log that cannot be opened must not cost the job its messages: fall back. */
+        log_fd = fd >= 0 ? fd : STDERR_FILENO;
+    }
+    int fd = log_fd;
+    pthread_mutex_unlock(&open_lock);
+    return fd;
+}
+
+void reprod_log(enum reprod_log_level level, const char *format, ...)
+{
+    if (!reprod_log_enabled(level)) return;
+    char line[2048];
+    int used = snprintf(line, sizeof line, "reprod[%d]: ", reprod_rank());
+    va_list arguments;
+    va_start(arguments, format);
+    int more = vsnprintf(line + used, sizeof line - (size_t)used - 1, format, arguments);
+    va_end(arguments);
+    if (more < 0) return;
+    used += more;
+    if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
+    line[used++] = '\n';
+    ssize_t ignored = write(log_descriptor(), line, (size_t)used);
+    (void)ignored;
+}
+
+void reprod_log_reset_after_fork(void)
+{
+    /* The child may not touch a mutex another thread of the parent held: start afresh. A file
+     * named after the pid is the parent's: the child opens its own on its first line. */
+    pthread_mutex_init(&open_lock, NULL);
+    if (log_fd > STDERR_FILENO && strstr(reprod_config()->log_pattern, "%p")) {
+        close(log_fd);
+        log_fd = -1;
+    }
+}

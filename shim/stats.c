@@ -1,0 +1,132 @@
+/* stats.c: per-process counters and the pass-through decision. Counters are atomics: hooks
+ * run on any thread and never take a lock for accounting. */
+#include "stats.h"
+
+#include "config.h"
+#include "log.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+struct reason_info {
+    const char *name;
+    int deterministic; /* the real library's result is deterministic anyway */
+};
+
+static const struct reason_info reasons[REPROD_PASS_REASON_COUNT] = {
+    [REPROD_PASS_MODE_OFF] = {"mode off", 0},
+    [REPROD_PASS_DETERMINISTIC_OP] = {"deterministic op", 1},
+    [REPROD_PASS_NON_FLOAT] = {"non-float type", 1},
+    [REPROD_PASS_EMPTY] = {"empty", 1},
+    [REPROD_PASS_NOT_ACTIVE] = {"library not active", 1},
+    [REPROD_PASS_BAD_ARGUMENT] = {"invalid argument", 1},
+    [REPROD_PASS_INTERCOMM] = {"intercommunicator", 0},
+    [REPROD_PASS_NO_MEMORY] = {"out of memory", 0},
+    [REPROD_PASS_UNSUPPORTED] = {"unsupported", 0},
+};
+
+static _Atomic uint64_t path_calls[2];
+static _Atomic uint64_t path_bytes;
+static _Atomic uint64_t shim_time_ns;
+static _Atomic uint64_t engine_time_ns;
+static _Atomic uint64_t pass_calls[REPROD_PASS_REASON_COUNT];
+static _Atomic int pass_warned[REPROD_PASS_REASON_COUNT];
+static atomic_flag summary_written = ATOMIC_FLAG_INIT;
+
+uint64_t reprod_clock_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+uint64_t reprod_stats_clock_ns(void)
+{
+    return reprod_config()->verbose >= 1 ? reprod_clock_ns() : 0;
+}
+
+const char *reprod_reason_name(enum reprod_reason reason)
+{
+    return (unsigned)reason < REPROD_PASS_REASON_COUNT ? reasons[reason].name : "?";
+}
+
+int reprod_reason_is_deterministic(enum reprod_reason reason)
+{
+    return (unsigned)reason < REPROD_PASS_REASON_COUNT && reasons[reason].deterministic;
+}
+
+void reprod_stats_record(enum reprod_path path, size_t bytes, uint64_t shim_ns, uint64_t engine_ns)
+{
+    atomic_fetch_add_explicit(&path_calls[path], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&path_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&shim_time_ns, shim_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&engine_time_ns, engine_ns, memory_order_relaxed);
+}
+
+int reprod_pass_through(const char *api, enum reprod_reason reason, const char *detail)
+{
+    if ((unsigned)reason >= REPROD_PASS_REASON_COUNT) reason = REPROD_PASS_UNSUPPORTED;
+    atomic_fetch_add_explicit(&pass_calls[reason], 1, memory_order_relaxed);
+    if (!detail) detail = "";
+    const struct reprod_config *config = reprod_config();
+    int risky = !reasons[reason].deterministic && reason != REPROD_PASS_MODE_OFF;
+    if (risky && config->strict) {
+        reprod_log(REPROD_LOG_ERROR,
+                   "error: %s cannot be made deterministic (%s%s%s) and REPROD_STRICT=1: "
+                   "stopping the job",
+                   api, reasons[reason].name, *detail ? ": " : "", detail);
+        return -1;
+    }
+    if (risky && !atomic_exchange(&pass_warned[reason], 1))
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: %s passed through unchanged, its result may not be reproducible "
+                   "(%s%s%s); further such calls are counted in the summary (REPROD_VERBOSE=1)",
+                   api, reasons[reason].name, *detail ? ": " : "", detail);
+    else
+        reprod_log(REPROD_LOG_DEBUG, "%s pass-through (%s%s%s)", api, reasons[reason].name,
+                   *detail ? ": " : "", detail);
+    return 0;
+}
+
+void reprod_stats_summary(void)
+{
+    uint64_t exact = atomic_load(&path_calls[REPROD_PATH_EXACT]);
+    uint64_t ordered = atomic_load(&path_calls[REPROD_PATH_ORDERED]);
+    uint64_t passed = 0;
+    for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++)
+        passed += atomic_load(&pass_calls[i]);
+    if (exact + ordered + passed == 0 || !reprod_log_enabled(REPROD_LOG_INFO)) return;
+    if (atomic_flag_test_and_set(&summary_written)) return;
+
+    char reasons_text[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < REPROD_PASS_REASON_COUNT && used < sizeof reasons_text; i++) {
+        uint64_t calls = atomic_load(&pass_calls[i]);
+        if (!calls) continue;
+        int n = snprintf(reasons_text + used, sizeof reasons_text - used, "%s%s %llu",
+                         used ? ", " : "", reasons[i].name, (unsigned long long)calls);
+        if (n > 0) used += (size_t)n;
+    }
+    reprod_log(REPROD_LOG_INFO,
+               "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
+               "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
+               (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
+               used ? " (" : "", reasons_text, used ? ")" : "",
+               (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
+               (double)atomic_load(&shim_time_ns) / 1e6,
+               (double)atomic_load(&engine_time_ns) / 1e6);
+}
+
+void reprod_stats_reset(void)
+{
+    for (int i = 0; i < 2; i++)
+        atomic_store(&path_calls[i], 0);
+    atomic_store(&path_bytes, 0);
+    atomic_store(&shim_time_ns, 0);
+    atomic_store(&engine_time_ns, 0);
+    for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++) {
+        atomic_store(&pass_calls[i], 0);
+        atomic_store(&pass_warned[i], 0);
+    }
+}

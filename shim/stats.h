@@ -1,0 +1,59 @@
+/* stats.h: what the shim did, counted per process, and the decision shared by every hook on
+ * calls it passes through unchanged (count, log, or stop under REPROD_STRICT=1). */
+#ifndef REPROD_STATS_H
+#define REPROD_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a call went to the real library unchanged. */
+enum reprod_reason {
+    REPROD_PASS_MODE_OFF = 0,     /* REPROD_MODE=off */
+    REPROD_PASS_DETERMINISTIC_OP, /* max, min, logical, bitwise, loc, replace, no-op */
+    REPROD_PASS_NON_FLOAT,        /* integer or other types whose sum is exact already */
+    REPROD_PASS_EMPTY,            /* nothing to reduce */
+    REPROD_PASS_NOT_ACTIVE,       /* the library is not initialised (it reports the error) */
+    REPROD_PASS_BAD_ARGUMENT,     /* the real library checks and reports it */
+    REPROD_PASS_INTERCOMM,        /* an intercommunicator */
+    REPROD_PASS_NO_MEMORY,        /* the shim could not get its scratch memory */
+    REPROD_PASS_UNSUPPORTED,      /* anything else the shim cannot make deterministic */
+    REPROD_PASS_REASON_COUNT
+};
+
+/* How a deterministic call was made so. */
+enum reprod_path {
+    REPROD_PATH_EXACT = 0, /* exact sum rounded once */
+    REPROD_PATH_ORDERED,   /* rank-order fold */
+};
+
+/* Monotonic time in nanoseconds. */
+uint64_t reprod_clock_ns(void);
+
+/* Monotonic time in nanoseconds when the times are reported (REPROD_VERBOSE >= 1), else 0:
+ * reading the clock costs as much as a small reduction's arithmetic. */
+uint64_t reprod_stats_clock_ns(void);
+
+/* The reason's name for logs ("integer type", "intercommunicator", ...). */
+const char *reprod_reason_name(enum reprod_reason reason);
+
+/* 1 when passing a call through for `reason` leaves its result deterministic anyway. */
+int reprod_reason_is_deterministic(enum reprod_reason reason);
+
+/* Count a call made deterministic: its payload in bytes, wall time in the shim and the part
+ * of it spent in the engine. */
+void reprod_stats_record(enum reprod_path path, size_t bytes, uint64_t shim_ns, uint64_t engine_ns);
+
+/* Count and log a call handed to the real library unchanged. A reason that may leave the
+ * result non-deterministic is logged once per reason as a warning (every call at
+ * REPROD_VERBOSE=2). Returns 0 to go on; -1 when REPROD_STRICT=1 forbids the pass-through,
+ * after logging an error: the caller must stop the job. */
+int reprod_pass_through(const char *api, enum reprod_reason reason, const char *detail);
+
+/* Log the one-line summary (REPROD_VERBOSE >= 1), at most once per process; called at exit.
+ * A process in which nothing was intercepted writes nothing. */
+void reprod_stats_summary(void);
+
+/* Zero the counters (the fork child starts its own account). */
+void reprod_stats_reset(void);
+
+#endif /* REPROD_STATS_H */

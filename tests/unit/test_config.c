@@ -1,0 +1,115 @@
+/* test_config.c: parsing of the REPROD_* settings (shim/config.c). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+/* Parse `environment`; return the parse status, the config and the error text. */
+static int parse(char *const environment[], struct reprod_config *config, char *error)
+{
+    error[0] = '\0';
+    return reprod_config_parse(environment, config, error, 512);
+}
+
+Test(config, defaults_when_nothing_is_set)
+{
+    char *environment[] = {"HOME=/root", "PATH=/bin", NULL};
+    struct reprod_config config;
+    char error[512];
+    cr_assert_eq(parse(environment, &config, error), 0);
+    cr_expect_eq(config.mode, REPROD_MODE_EXACT);
+    cr_expect_eq(config.rounding, REPROD_ROUND_NEAREST);
+    cr_expect_eq(config.strict, 0);
+    cr_expect_eq(config.seed_policy, REPROD_SEED_HASH);
+    cr_expect_eq(config.entropy_set, 0);
+    cr_expect_eq(config.verbose, 0);
+    cr_expect_str_empty(config.log_pattern);
+    cr_expect_str_empty(config.trace_dir);
+}
+
+Test(config, every_documented_value_is_accepted)
+{
+    char *environment[] = {"REPROD_MODE=ordered",
+                           "REPROD_ROUNDING=down",
+                           "REPROD_STRICT=1",
+                           "REPROD_SEED_POLICY=shared",
+                           "REPROD_ENTROPY=0x10",
+                           "REPROD_LOG=/tmp/reprod.%h.%p.%r.log",
+                           "REPROD_VERBOSE=2",
+                           "REPROD_TRACE=/tmp/trace",
+                           NULL};
+    struct reprod_config config;
+    char error[512];
+    cr_assert_eq(parse(environment, &config, error), 0, "%s", error);
+    cr_expect_eq(config.mode, REPROD_MODE_ORDERED);
+    cr_expect_eq(config.rounding, REPROD_ROUND_DOWN);
+    cr_expect_eq(config.strict, 1);
+    cr_expect_eq(config.seed_policy, REPROD_SEED_SHARED);
+    cr_expect_eq(config.entropy_set, 1);
+    cr_expect_eq(config.entropy, 16);
+    cr_expect_str_eq(config.log_pattern, "/tmp/reprod.%h.%p.%r.log");
+    cr_expect_eq(config.verbose, 2);
+    cr_expect_str_eq(config.trace_dir, "/tmp/trace");
+}
+
+Test(config, words_ignore_case_and_empty_means_default)
+{
+    char *environment[] = {"REPROD_MODE=OFF", "REPROD_ROUNDING=", "REPROD_SEED_POLICY=Rank", NULL};
+    struct reprod_config config;
+    char error[512];
+    cr_assert_eq(parse(environment, &config, error), 0, "%s", error);
+    cr_expect_eq(config.mode, REPROD_MODE_OFF);
+    cr_expect_eq(config.rounding, REPROD_ROUND_NEAREST);
+    cr_expect_eq(config.seed_policy, REPROD_SEED_RANK);
+}
+
+/* Each bad value is refused with a message naming the variable, the value and the choices. */
+Test(config, a_bad_value_names_the_variable_the_value_and_the_allowed_values)
+{
+    struct {
+        const char *setting, *variable, *allowed;
+    } cases[] = {
+        {"REPROD_MODE=fast", "REPROD_MODE", "exact, ordered, off"},
+        {"REPROD_ROUNDING=even", "REPROD_ROUNDING", "nearest, zero, up, down"},
+        {"REPROD_STRICT=yes", "REPROD_STRICT", "0, 1"},
+        {"REPROD_SEED_POLICY=random", "REPROD_SEED_POLICY", "hash, rank, shared, off"},
+        {"REPROD_VERBOSE=3", "REPROD_VERBOSE", "0, 1, 2"},
+        {"REPROD_ENTROPY=-1", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=12abc", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=99999999999999999999", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_LOG=/tmp/x.%q", "REPROD_LOG", "%h"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *environment[] = {(char *)cases[i].setting, NULL};
+        struct reprod_config config;
+        char error[512];
+        cr_assert_eq(parse(environment, &config, error), -1, "%s was accepted", cases[i].setting);
+        cr_expect(strstr(error, cases[i].variable), "'%s' does not name %s", error,
+                  cases[i].variable);
+        const char *value = strchr(cases[i].setting, '=') + 1;
+        cr_expect(strstr(error, value), "'%s' does not show the value %s", error, value);
+        cr_expect(strstr(error, cases[i].allowed), "'%s' does not list '%s'", error,
+                  cases[i].allowed);
+        cr_expect_null(strchr(error, '\n'), "the message is more than one line: '%s'", error);
+    }
+}
+
+Test(config, unknown_variables_are_reported_with_the_nearest_known_name)
+{
+    char *environment[] = {"REPROD_MOD=exact",       "PATH=/bin",
+                           "REPROD_MODE=exact",      "REPROD_VERBSE=1",
+                           "REPROD_SEEDPOLICY=hash", NULL};
+    size_t cursor = 0;
+    char name[128];
+    const char *nearest = NULL;
+    const char *expected[][2] = {{"REPROD_MOD", "REPROD_MODE"},
+                                 {"REPROD_VERBSE", "REPROD_VERBOSE"},
+                                 {"REPROD_SEEDPOLICY", "REPROD_SEED_POLICY"}};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert(reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest),
+                  "unknown variable %zu not reported", i);
+        cr_expect_str_eq(name, expected[i][0]);
+        cr_expect_str_eq(nearest, expected[i][1]);
+    }
+    cr_expect_not(reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest));
+}
