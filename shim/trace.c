@@ -1,0 +1,136 @@
+/* trace.c: the trace files of REPROD_TRACE. Format, one call per line:
+ *
+ *   seq=12 api=MPI_Allreduce action=exact detail=float32 count=1000 ranks=4 in=<hex> out=<hex>
+ *
+ * after a first line "# reprod trace 1 rank=<r> world=<n> pid=<p>". A hash that does not
+ * apply (a non-root's reduce result, a derived datatype with gaps) is written as "-".
+ */
+#include "trace.h"
+
+#include "config.h"
+#include "log.h"
+#include "rank.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static int trace_fd = -1;
+static int trace_failed; /* warned once; tracing stops */
+static int forked_child; /* this process is a fork child: its file names its pid */
+static _Atomic uint64_t sequence;
+
+int reprod_trace_enabled(void)
+{
+    return reprod_config()->trace_dir[0] != '\0';
+}
+
+uint64_t reprod_trace_sequence(void)
+{
+    return atomic_fetch_add(&sequence, 1) + 1;
+}
+
+/* Eight bytes at a time, a multiply-xorshift mix per word and a final avalanche: fast enough
+ * to hash gigabytes of contributions, stable across machines (little-endian loads). */
+uint64_t reprod_trace_hash(const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    uint64_t hash = 0x9e3779b97f4a7c15ull ^ (bytes * 0xff51afd7ed558ccdull);
+    while (bytes >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        hash = (hash ^ (word * 0xc4ceb9fe1a85ec53ull)) * 0x9e3779b97f4a7c15ull;
+        hash ^= hash >> 29;
+        p += 8;
+        bytes -= 8;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, bytes);
+    hash = (hash ^ (tail * 0xc4ceb9fe1a85ec53ull)) * 0x9e3779b97f4a7c15ull;
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdull;
+    return hash ^ (hash >> 33);
+}
+
+/* Create `dir` and its parents (mkdir -p). */
+static void make_directories(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    mkdir(path, 0755);
+}
+
+/* Open this process's trace file; called under trace_lock. */
+static int open_trace(void)
+{
+    const char *dir = reprod_config()->trace_dir;
+    char path[PATH_MAX + 64];
+    if (forked_child)
+        snprintf(path, sizeof path, "%s/rank%d.pid%ld.trace", dir, reprod_rank(), (long)getpid());
+    else
+        snprintf(path, sizeof path, "%s/rank%d.trace", dir, reprod_rank());
+    make_directories(dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s (%s); no trace", path,
+                   strerror(errno));
+        return -1;
+    }
+    char header[128];
+    int length = snprintf(header, sizeof header, "# reprod trace 1 rank=%d world=%d pid=%ld\n",
+                          reprod_rank(), reprod_world_size(), (long)getpid());
+    if (write(fd, header, (size_t)length) != length) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void reprod_trace_write(const struct reprod_trace_record *record)
+{
+    if (!reprod_trace_enabled()) return;
+    char input[24] = "-", output[24] = "-";
+    if (record->has_input)
+        snprintf(input, sizeof input, "%016llx", (unsigned long long)record->input_hash);
+    if (record->has_output)
+        snprintf(output, sizeof output, "%016llx", (unsigned long long)record->output_hash);
+    char line[512];
+    int length = snprintf(line, sizeof line,
+                          "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s\n",
+                          (unsigned long long)record->sequence, record->api, record->action,
+                          record->detail, record->count, record->ranks, input, output);
+    if (length <= 0 || (size_t)length >= sizeof line) return;
+    pthread_mutex_lock(&trace_lock);
+    if (trace_fd < 0 && !trace_failed) {
+        trace_fd = open_trace();
+        trace_failed = trace_fd < 0;
+    }
+    if (trace_fd >= 0 && write(trace_fd, line, (size_t)length) != length && !trace_failed) {
+        trace_failed = 1;
+        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
+                   strerror(errno));
+    }
+    pthread_mutex_unlock(&trace_lock);
+}
+
+void reprod_trace_reset_after_fork(void)
+{
+    pthread_mutex_init(&trace_lock, NULL);
+    if (trace_fd >= 0) close(trace_fd);
+    trace_fd = -1;
+    trace_failed = 0;
+    forked_child = 1;
+    atomic_store(&sequence, 0);
+}

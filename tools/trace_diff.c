@@ -1,0 +1,250 @@
+/* trace_diff.c: `reprod diff <run-a> <run-b>`: walk two runs' traces (REPROD_TRACE
+ * directories) side by side and name the first call where they part, and which side differed
+ * first: the contributions (the application's side) or the result of identical contributions
+ * (the reduction's side).
+ *
+ * Ranks call their collectives in the same order in every run of the same program, so the
+ * k-th line of a rank's trace in one run is compared with the k-th line of that rank in the
+ * other. Exit status: 0 when the traces agree, 1 when they part, 2 on a usage or read error.
+ */
+#include "reprod_tool.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One line of a trace. Hashes are kept as text ("-" when absent). */
+struct call {
+    unsigned long long sequence;
+    char api[48], action[24], detail[48], input[24], output[24];
+    long long count;
+    int ranks;
+};
+
+/* One rank's trace. */
+struct rank_trace {
+    struct call *calls;
+    size_t length;
+};
+
+/* A run: its ranks' traces, indexed by rank. */
+struct run {
+    const char *dir;
+    struct rank_trace *ranks;
+    int rank_count;
+};
+
+static int by_sequence(const void *a, const void *b)
+{
+    const struct call *x = a, *y = b;
+    return (x->sequence > y->sequence) - (x->sequence < y->sequence);
+}
+
+/* Read `path` into *trace (lines sorted by call number: a nonblocking call's line is written
+ * when it completes). Returns 0 or -1. */
+static int read_trace(const char *path, struct rank_trace *trace)
+{
+    FILE *file = fopen(path, "r");
+    if (!file) return -1;
+    char line[512];
+    size_t capacity = 0;
+    while (fgets(line, sizeof line, file)) {
+        if (line[0] == '#') continue;
+        struct call call;
+        if (sscanf(line,
+                   "seq=%llu api=%47s action=%23s detail=%47s count=%lld ranks=%d in=%23s out=%23s",
+                   &call.sequence, call.api, call.action, call.detail, &call.count, &call.ranks,
+                   call.input, call.output) != 8)
+            continue;
+        if (trace->length == capacity) {
+            capacity = capacity ? 2 * capacity : 256;
+            struct call *grown = realloc(trace->calls, capacity * sizeof *grown);
+            if (!grown) {
+                fclose(file);
+                return -1;
+            }
+            trace->calls = grown;
+        }
+        trace->calls[trace->length++] = call;
+    }
+    fclose(file);
+    qsort(trace->calls, trace->length, sizeof *trace->calls, by_sequence);
+    return 0;
+}
+
+/* Load every rankN.trace of `dir`. Returns 0, or -1 with a message. */
+static int read_run(const char *dir, struct run *run)
+{
+    run->dir = dir;
+    DIR *listing = opendir(dir);
+    if (!listing) {
+        fprintf(stderr, "reprod diff: cannot read %s\n", dir);
+        return -1;
+    }
+    struct dirent *entry;
+    int highest = -1;
+    while ((entry = readdir(listing))) {
+        int rank;
+        char tail[16];
+        if (sscanf(entry->d_name, "rank%d.%15s", &rank, tail) == 2 && strcmp(tail, "trace") == 0 &&
+            rank > highest && rank < 1 << 20)
+            highest = rank;
+    }
+    closedir(listing);
+    if (highest < 0) {
+        fprintf(stderr, "reprod diff: no rank*.trace file in %s (was REPROD_TRACE set?)\n", dir);
+        return -1;
+    }
+    run->rank_count = highest + 1;
+    run->ranks = calloc((size_t)run->rank_count, sizeof *run->ranks);
+    for (int r = 0; r < run->rank_count; r++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank%d.trace", dir, r);
+        if (read_trace(path, &run->ranks[r]) != 0) {
+            fprintf(stderr, "reprod diff: cannot read %s\n", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int same_call(const struct call *a, const struct call *b)
+{
+    return strcmp(a->api, b->api) == 0 && strcmp(a->detail, b->detail) == 0 && a->count == b->count;
+}
+
+static void describe(const char *label, const struct call *call)
+{
+    printf("  %s: call %llu: %s %s x %lld, %s, on %d ranks\n", label, call->sequence, call->api,
+           call->detail, call->count, call->action, call->ranks);
+}
+
+/* Calls before `index` on rank 0 of `run` that passed through where a result may not be
+ * reproducible: the suspects when contributions differ later. */
+static void list_suspects(const struct run *run, size_t index)
+{
+    static const char *const risky[] = {"intercommunicator", "mode", "unsupported", "out"};
+    const struct rank_trace *trace = &run->ranks[0];
+    int shown = 0;
+    for (size_t i = 0; i < index && i < trace->length; i++) {
+        const struct call *call = &trace->calls[i];
+        if (strcmp(call->action, "pass") != 0) continue;
+        for (size_t k = 0; k < sizeof risky / sizeof risky[0]; k++) {
+            if (strncmp(call->detail, risky[k], strlen(risky[k])) != 0) continue;
+            if (!shown++) printf("  earlier calls that were not made deterministic:\n");
+            if (shown <= 5) describe("   ", call);
+        }
+    }
+}
+
+/* Same world size: the first index where a rank differs, then which side differed there. */
+static int diff_same_layout(const struct run *a, const struct run *b)
+{
+    size_t first = (size_t)-1;
+    int first_rank = -1;
+    for (int r = 0; r < a->rank_count; r++) {
+        const struct rank_trace *x = &a->ranks[r], *y = &b->ranks[r];
+        size_t shorter = x->length < y->length ? x->length : y->length;
+        size_t i = 0;
+        while (i < shorter && same_call(&x->calls[i], &y->calls[i]) &&
+               strcmp(x->calls[i].input, y->calls[i].input) == 0 &&
+               strcmp(x->calls[i].output, y->calls[i].output) == 0)
+            i++;
+        if ((i < shorter || x->length != y->length) && i < first) {
+            first = i;
+            first_rank = r;
+        }
+    }
+    if (first_rank < 0) {
+        printf("the traces agree: %zu calls on %d ranks\n", a->ranks[0].length, a->rank_count);
+        return 0;
+    }
+    const struct rank_trace *x = &a->ranks[first_rank], *y = &b->ranks[first_rank];
+    if (first >= x->length || first >= y->length) {
+        printf("the runs part after %zu calls: rank %d of %s made %zu calls, of %s %zu\n", first,
+               first_rank, a->dir, x->length, b->dir, y->length);
+        return 1;
+    }
+    if (!same_call(&x->calls[first], &y->calls[first])) {
+        printf("the runs part at call %zu of rank %d: they made different calls\n", first + 1,
+               first_rank);
+        describe(a->dir, &x->calls[first]);
+        describe(b->dir, &y->calls[first]);
+        return 1;
+    }
+    /* The same call in both runs: did any rank bring different contributions to it? */
+    int differing = 0;
+    printf("the runs part at call %zu (", first + 1);
+    printf("%s %s x %lld):\n", x->calls[first].api, x->calls[first].detail, x->calls[first].count);
+    for (int r = 0; r < a->rank_count; r++) {
+        const struct rank_trace *p = &a->ranks[r], *q = &b->ranks[r];
+        if (first < p->length && first < q->length &&
+            strcmp(p->calls[first].input, q->calls[first].input) != 0) {
+            if (!differing++) printf("  contributions differ on rank");
+            printf(" %d", r);
+        }
+    }
+    if (differing) {
+        printf("\n  -> the application's side: it fed this reduction different data (inputs,\n"
+               "     batch split, data order, nondeterministic kernels or seeds upstream)\n");
+        list_suspects(a, first);
+        return 1;
+    }
+    printf("  every rank brought the same contributions, and the results differ\n");
+    if (strcmp(x->calls[first].action, "pass") == 0)
+        printf("  -> the reduction's side: the call passed through unchanged (%s)\n",
+               x->calls[first].detail);
+    else
+        printf("  -> the reduction's side: a %s reduction gave two results for the same inputs;\n"
+               "     that should not happen: please report it with both traces\n",
+               x->calls[first].action);
+    return 1;
+}
+
+/* Different world sizes: the contributions are not comparable (each rank holds another part of
+ * the data), the results are: compare rank 0's results call by call. */
+static int diff_other_layout(const struct run *a, const struct run *b)
+{
+    const struct rank_trace *x = &a->ranks[0], *y = &b->ranks[0];
+    size_t shorter = x->length < y->length ? x->length : y->length;
+    printf("world sizes differ (%d and %d ranks): comparing the results rank 0 received\n",
+           a->rank_count, b->rank_count);
+    for (size_t i = 0; i < shorter; i++) {
+        const struct call *p = &x->calls[i], *q = &y->calls[i];
+        if (!same_call(p, q) && strcmp(p->api, "MPI_Reduce_scatter") != 0) {
+            printf("the runs part at call %zu of rank 0: they made different calls\n", i + 1);
+            describe(a->dir, p);
+            describe(b->dir, q);
+            return 1;
+        }
+        if (strcmp(p->output, "-") == 0 || strcmp(q->output, "-") == 0) continue;
+        if (strcmp(p->output, q->output) != 0) {
+            printf("the results part at call %zu (%s %s x %lld)\n", i + 1, p->api, p->detail,
+                   p->count);
+            printf("  -> with exact reductions, the sums of the contributions differed: the\n"
+                   "     application's side (global batch, micro-batches, data order; see\n"
+                   "     `reprod plan`)\n");
+            list_suspects(a, i);
+            return 1;
+        }
+    }
+    if (x->length != y->length) {
+        printf("the results agree for %zu calls, then rank 0 of one run made more calls\n",
+               shorter);
+        return 1;
+    }
+    printf("the results agree: %zu calls\n", shorter);
+    return 0;
+}
+
+int reprod_diff_command(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: reprod diff <trace-dir-a> <trace-dir-b>\n");
+        return 2;
+    }
+    struct run a, b;
+    if (read_run(argv[0], &a) != 0 || read_run(argv[1], &b) != 0) return 2;
+    return a.rank_count == b.rank_count ? diff_same_layout(&a, &b) : diff_other_layout(&a, &b);
+}
