@@ -1,0 +1,123 @@
+/* rng.c: libc's seeding calls (srand, srandom, initstate, srand48, seed48, lcong48 and glibc's
+ * reentrant variants): each gives the real function the seed of REPROD_SEED_POLICY.
+ *
+ * Only seeding calls are hooked. A generator never seeded keeps libc's default state (rand
+ * and random start as if srandom(1), the drand48 family from a fixed X): its sequence is the
+ * same under the shim as without. glibc's own calls between these functions (srand48 ->
+ * srand48_r, initstate -> initstate_r) use internal aliases, so no seed is derived twice.
+ * rand_r has no seeding call (its state is the caller's variable) and is not touched.
+ */
+#include "real.h"
+#include "seed.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* X of the 48-bit generators: x[0] holds the low 16 bits, x[2] the high (glibc and POSIX). */
+static uint64_t x48_from(const unsigned short x[3])
+{
+    return (uint64_t)x[0] | (uint64_t)x[1] << 16 | (uint64_t)x[2] << 32;
+}
+
+static void x48_to(uint64_t value, unsigned short x[3])
+{
+    x[0] = (unsigned short)value;
+    x[1] = (unsigned short)(value >> 16);
+    x[2] = (unsigned short)(value >> 32);
+}
+
+REPROD_EXPORT void srand(unsigned int seed)
+{
+    REPROD_REAL(void (*)(unsigned int), real, "srand");
+    unsigned int derived = reprod_seed_replace32("srand", seed);
+    if (real) real(derived);
+}
+
+REPROD_EXPORT void srandom(unsigned int seed)
+{
+    REPROD_REAL(void (*)(unsigned int), real, "srandom");
+    unsigned int derived = reprod_seed_replace32("srandom", seed);
+    if (real) real(derived);
+}
+
+REPROD_EXPORT char *initstate(unsigned int seed, char *state, size_t state_bytes)
+{
+    REPROD_REAL(char *(*)(unsigned int, char *, size_t), real, "initstate");
+    unsigned int derived = reprod_seed_replace32("initstate", seed);
+    if (!real) return NULL;
+    return real(derived, state, state_bytes);
+}
+
+/* srand48 takes a long, but glibc keeps only its low 32 bits: a 32-bit seed. */
+REPROD_EXPORT void srand48(long seed)
+{
+    REPROD_REAL(void (*)(long), real, "srand48");
+    long derived = (long)reprod_seed_replace32("srand48", (uint32_t)seed);
+    if (real) real(derived);
+}
+
+/* The caller's array is read, never written: the real function gets a derived copy. */
+REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
+{
+    REPROD_REAL(unsigned short *(*)(unsigned short *), real, "seed48");
+    unsigned short derived[3];
+    x48_to(reprod_seed_replace48("seed48", x48_from(seed)), derived);
+    if (!real) return NULL;
+    return real(derived);
+}
+
+/* param[0..2] is the seed X; the multiplier param[3..5] and addend param[6] are kept. */
+REPROD_EXPORT void lcong48(unsigned short param[7])
+{
+    REPROD_REAL(void (*)(unsigned short *), real, "lcong48");
+    unsigned short derived[7];
+    memcpy(derived, param, sizeof derived);
+    x48_to(reprod_seed_replace48("lcong48", x48_from(param)), derived);
+    if (real) real(derived);
+}
+
+REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
+{
+    REPROD_REAL(int (*)(unsigned int, struct random_data *), real, "srandom_r");
+    unsigned int derived = reprod_seed_replace32("srandom_r", seed);
+    if (!real) return errno = ENOSYS, -1;
+    return real(derived, buffer);
+}
+
+REPROD_EXPORT int initstate_r(unsigned int seed, char *state, size_t state_bytes,
+                              struct random_data *buffer)
+{
+    REPROD_REAL(int (*)(unsigned int, char *, size_t, struct random_data *), real, "initstate_r");
+    unsigned int derived = reprod_seed_replace32("initstate_r", seed);
+    if (!real) return errno = ENOSYS, -1;
+    return real(derived, state, state_bytes, buffer);
+}
+
+REPROD_EXPORT int srand48_r(long seed, struct drand48_data *buffer)
+{
+    REPROD_REAL(int (*)(long, struct drand48_data *), real, "srand48_r");
+    long derived = (long)reprod_seed_replace32("srand48_r", (uint32_t)seed);
+    if (!real) return errno = ENOSYS, -1;
+    return real(derived, buffer);
+}
+
+REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
+{
+    REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "seed48_r");
+    unsigned short derived[3];
+    x48_to(reprod_seed_replace48("seed48_r", x48_from(seed)), derived);
+    if (!real) return errno = ENOSYS, -1;
+    return real(derived, buffer);
+}
+
+REPROD_EXPORT int lcong48_r(unsigned short param[7], struct drand48_data *buffer)
+{
+    REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "lcong48_r");
+    unsigned short derived[7];
+    memcpy(derived, param, sizeof derived);
+    x48_to(reprod_seed_replace48("lcong48_r", x48_from(param)), derived);
+    if (!real) return errno = ENOSYS, -1;
+    return real(derived, buffer);
+}

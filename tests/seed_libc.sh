@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# libc's seeding calls under the shim (hooks/rng.c): for every API and policy, a run under the
+# shim seeded with s prints what a run without it prints when seeded with
+# reprod_seed_derive*(s, rank, policy); the rank comes from each launcher's variable, does not
+# depend on the world size, and is 0 (said in the log) while unknown; unseeded generators and
+# the policy off are untouched; each call is logged at REPROD_VERBOSE=2.
+. tests/lib.sh
+
+unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
+    WORLD_SIZE OMPI_COMM_WORLD_SIZE PMI_SIZE SLURM_NTASKS
+PROGS=$BUILD/tests/progs
+for program in seed_libc seed_derive; do
+    [ -x "$PROGS/$program" ] || fail "$PROGS/$program is not built"
+done
+[ -f "$SHIM" ] || fail "$SHIM is not built"
+
+S32=42
+S48=1234567 # the X of seed48 and lcong48
+APIS="srand srandom initstate srand48 seed48 lcong48 initstate_r srandom_r srand48_r seed48_r
+lcong48_r"
+
+derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+shimmed() { env LD_PRELOAD="$SHIM" "$@"; }
+
+# What a run without the shim prints when seeded as the shim would seed on RANK under POLICY.
+expected_for() { # POLICY RANK
+    "$PROGS/seed_libc" "$(derive "$1" "$2" 32 $S32)" "$(derive "$1" "$2" 48 $S48)"
+}
+
+# The seed in -> the policy's seed out, for every API, on two ranks, for every policy.
+for policy in hash rank shared off; do
+    for rank in 0 3; do
+        got=$(RANK=$rank REPROD_SEED_POLICY=$policy shimmed "$PROGS/seed_libc" $S32 $S48) ||
+            fail "seed_libc failed under the shim (policy $policy, rank $rank)"
+        expected=$(expected_for $policy $rank)
+        [ "$got" = "$expected" ] ||
+            fail "policy $policy, rank $rank: the generators differ from seeding with" \
+                "reprod_seed_derive: $(diff <(echo "$expected") <(echo "$got"))"
+        lines=$(echo "$got" | wc -l)
+        [ "$lines" -eq 11 ] || fail "expected 11 APIs, got $lines lines"
+    done
+done
+ok "every API and policy: the run under the shim equals seeding with reprod_seed_derive*"
+
+# The hook acts: under hash, no API gives what the caller's own seed gives.
+plain=$("$PROGS/seed_libc" $S32 $S48)
+hashed=$(shimmed "$PROGS/seed_libc" $S32 $S48)
+same=$(comm -12 <(echo "$plain" | sort) <(echo "$hashed" | sort))
+[ -z "$same" ] || fail "these APIs were not re-seeded under the shim: $same"
+off=$(REPROD_SEED_POLICY=off shimmed "$PROGS/seed_libc" $S32 $S48)
+[ "$off" = "$plain" ] || fail "REPROD_SEED_POLICY=off changed a generator"
+modeoff=$(REPROD_MODE=off shimmed "$PROGS/seed_libc" $S32 $S48)
+[ "$modeoff" = "$plain" ] || fail "REPROD_MODE=off (the shim changes nothing) changed a generator"
+ok "every API is re-seeded under hash; off and REPROD_MODE=off leave them alone"
+
+# Never seeded: libc's default state, as without the shim.
+[ "$(shimmed "$PROGS/seed_libc" --unseeded)" = "$("$PROGS/seed_libc" --unseeded)" ] ||
+    fail "rand/random/drand48 without a seeding call changed under the shim"
+ok "generators that are never seeded are unchanged"
+
+# One log line per call at REPROD_VERBOSE=2: API, seed in, seed out, policy and rank.
+log=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 shimmed "$PROGS/seed_libc" $S32 $S48 2>&1 >/dev/null)
+out32=$(derive rank 3 32 $S32)
+out48=$(derive rank 3 48 $S48)
+for api in $APIS; do
+    case $api in
+    seed48* | lcong48*) want="reprod[3]: seed: $api $S48 -> $out48 (policy rank, rank 3 from RANK)" ;;
+    *) want="reprod[3]: seed: $api $S32 -> $out32 (policy rank, rank 3 from RANK)" ;;
+    esac
+    echo "$log" | grep -qxF "$want" || fail "no log line '$want' in: $log"
+done
+[ "$(echo "$log" | wc -l)" -eq 11 ] || fail "expected 11 log lines, got: $log"
+[ -z "$(RANK=3 shimmed "$PROGS/seed_libc" $S32 $S48 2>&1 >/dev/null)" ] ||
+    fail "seeding calls write to stderr at REPROD_VERBOSE=0"
+ok "each seeding call is logged at REPROD_VERBOSE=2 with the API, the seeds and the rank"
+
+# The rank from each launcher's variable.
+for variable in RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID; do
+    got=$(env "$variable=5" REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 \
+        LD_PRELOAD="$SHIM" "$PROGS/seed_libc" $S32 $S48 2>/tmp/reprod_seed_log.$$)
+    log=$(cat /tmp/reprod_seed_log.$$)
+    rm -f /tmp/reprod_seed_log.$$
+    [ "$got" = "$(expected_for rank 5)" ] || fail "$variable=5: not seeded as rank 5"
+    echo "$log" | grep -q "rank 5 from $variable)" || fail "$variable=5: log says: $log"
+done
+ok "the rank is read from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK and SLURM_PROCID"
+
+# A rank's seeds do not depend on the world size.
+small=$(RANK=1 WORLD_SIZE=2 REPROD_SEED_POLICY=rank shimmed "$PROGS/seed_libc" $S32 $S48)
+large=$(RANK=1 WORLD_SIZE=64 REPROD_SEED_POLICY=rank shimmed "$PROGS/seed_libc" $S32 $S48)
+[ "$small" = "$large" ] || fail "rank 1 is seeded differently in world sizes 2 and 64"
+ok "a rank's seeds are the same in every world size"
+
+# No rank known: rank 0, and the log says so.
+log=$(REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 shimmed "$PROGS/seed_libc" $S32 $S48 2>&1 >/dev/null)
+want="reprod[0]: seed: srand $S32 -> $(derive rank 0 32 $S32) (policy rank, rank 0: no rank known yet, 0 assumed)"
+echo "$log" | grep -qxF "$want" ||
+    fail "without a launcher variable the log does not say rank 0 was assumed: $log"
+ok "a seeding call before any rank is known uses rank 0 and says so"
+
+# The policies across 4 ranks: hash keeps a shared seed shared, rank separates base + rank,
+# shared joins base + rank into one stream.
+outputs() { # POLICY SEED_OF_RANK_EXPRESSION: every API's line on ranks 0..3
+    for rank in 0 1 2 3; do
+        seed=$(($2))
+        RANK=$rank REPROD_SEED_POLICY=$1 shimmed "$PROGS/seed_libc" $seed $seed
+    done
+}
+# 11 APIs: 11 distinct lines when all ranks agree, 44 when no two ranks share a stream.
+[ "$(outputs hash "S32" | sort -u | wc -l)" -eq 11 ] || fail "hash: a shared seed differs across ranks"
+[ "$(outputs rank "S32 + rank" | sort -u | wc -l)" -eq 44 ] || fail "rank: base + rank seeds collide"
+[ "$(outputs shared "S32 + rank" | sort -u | wc -l)" -eq 11 ] || fail "shared: base + rank differ"
+ok "hash keeps shared seeds shared, rank separates base + rank, shared joins it"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# PyTorch's generators under the shim (hooks/torch.c). torch.manual_seed(s) and
+# torch.Generator().manual_seed(s): torch.rand is the same over two runs, and equal to a run
+# WITHOUT the shim seeded with reprod_seed_derive(s, rank, policy): proof that the preloaded
+# at::CPUGeneratorImpl::set_current_seed takes the vtable slot of the RTLD_LOCAL libtorch_cpu.
+# CUDA generators, on a stand-in with PyTorch's symbols and vtable: manual_seed is derived,
+# set_rng_state and a new generator's default seed are not.
+. tests/lib.sh
+
+unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID
+PROGS=$BUILD/tests/progs
+STANDIN=$BUILD/tests/standins/libtorchcuda.so
+for program in "$PROGS/seed_derive" "$PROGS/seed_torch_standin" "$STANDIN"; do
+    [ -e "$program" ] || fail "$program is not built"
+done
+derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+
+# CUDA generator semantics, on the stand-in (no GPU needed).
+SEED=42
+STATE_SEED=777
+plain=$("$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED)
+[ "$plain" = "$(printf 'created: 67280421310721\nmanual_seed: 42\nset_rng_state: 777')" ] ||
+    fail "the stand-in misbehaves without the shim: $plain"
+got=$(REPROD_VERBOSE=2 LD_PRELOAD=$SHIM "$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED 2>"$BUILD/seed_torch.log")
+log=$(cat "$BUILD/seed_torch.log")
+rm -f "$BUILD/seed_torch.log"
+derived=$(derive hash 0 64 $SEED)
+expected=$(printf 'created: 67280421310721\nmanual_seed: %s\nset_rng_state: 777' "$derived")
+[ "$got" = "$expected" ] || fail "CUDA generator stand-in under the shim: '$got', expected '$expected'"
+echo "$log" | grep -qF "at::CUDAGeneratorImpl::set_current_seed $SEED -> $derived (policy hash" ||
+    fail "no log line for the CUDA generator's manual_seed: $log"
+echo "$log" | grep -qF "set_current_seed $STATE_SEED -> $STATE_SEED (unchanged: restoring a saved state" ||
+    fail "set_rng_state's seed is not logged as unchanged: $log"
+ok "CUDA generator (stand-in): manual_seed derived; set_rng_state and the default seed unchanged"
+
+if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+    echo "note: $PYTHON has no torch: the PyTorch part is skipped"
+    exit 0
+fi
+
+# For each seed: torch.rand after torch.manual_seed(s), then after
+# torch.Generator().manual_seed(s); and whether a CPU state saved and restored under the shim
+# replays (set_state is not a seeding call). One process per environment: importing torch is
+# the slow part.
+read -r -d '' PROGRAM <<'EOF'
+import sys, torch
+for seed in map(int, sys.argv[1:]):
+    torch.manual_seed(seed)
+    print("manual_seed", torch.initial_seed(), torch.rand(4).tolist())
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    print("Generator", generator.initial_seed(), torch.rand(4, generator=generator).tolist())
+    state = torch.get_rng_state()
+    first = torch.rand(4).tolist()
+    torch.set_rng_state(state)
+    print("set_rng_state replays", torch.rand(4).tolist() == first)
+EOF
+
+run_torch() { "$PYTHON" -c "$PROGRAM" "$@"; }
+
+hash_seed=$(derive hash 0 64 $SEED)
+rank_seed=$(derive rank 3 64 $SEED)
+[ "$hash_seed" != $SEED ] && [ "$rank_seed" != $SEED ] || fail "derivation left $SEED unchanged"
+without=$(run_torch "$hash_seed" "$rank_seed") || fail "python with torch failed"
+without_hash=$(echo "$without" | head -3)
+without_rank=$(echo "$without" | tail -3)
+echo "$without_hash" | grep -q "^manual_seed $hash_seed " || fail "unexpected output: $without"
+
+first=$(LD_PRELOAD=$SHIM run_torch $SEED) || fail "python with torch failed under the shim"
+second=$(LD_PRELOAD=$SHIM run_torch $SEED)
+[ "$first" = "$second" ] || fail "two runs under the shim differ: '$first' vs '$second'"
+echo "$first" | grep -qx "set_rng_state replays True" || fail "get/set_rng_state: $first"
+[ "$first" = "$without_hash" ] ||
+    fail "torch.manual_seed($SEED) under the shim is not torch.manual_seed($hash_seed =" \
+        "reprod_seed_derive($SEED, 0, hash)) without it: '$first' vs '$without_hash'"
+ok "torch.manual_seed and Generator.manual_seed: repeat, and equal seeding with reprod_seed_derive"
+
+got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$SHIM run_torch $SEED 2>"$BUILD/seed_torch.log")
+log=$(cat "$BUILD/seed_torch.log")
+rm -f "$BUILD/seed_torch.log"
+[ "$got" = "$without_rank" ] ||
+    fail "policy rank on rank 3: not seeded with $rank_seed: '$got' vs '$without_rank'"
+want="seed: at::CPUGeneratorImpl::set_current_seed $SEED -> $rank_seed (policy rank, rank 3 from RANK)"
+[ "$(echo "$log" | grep -cF "$want")" -eq 2 ] ||
+    fail "expected two log lines '$want' for the two manual_seed calls: $log"
+ok "policy rank on rank 3: seeded with reprod_seed_derive($SEED, 3, rank), each call logged"
