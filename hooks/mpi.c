@@ -52,10 +52,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     enum reprod_reason reason;
     if (mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason) ==
         REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, count, Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
+        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), recvbuf, count,
+                     Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
     if (aliased(sendbuf, recvbuf, count))
-        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, Allreduce, sendbuf, recvbuf, count,
-                     datatype, op, comm);
+        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, datatype, SOURCE(sendbuf, recvbuf),
+                     recvbuf, count, Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, count);
     int rc = mpi_allreduce_path(&reduction, source, recvbuf, count);
@@ -70,12 +71,13 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     enum reprod_reason reason;
     if (mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason) ==
         REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, count, Reduce, sendbuf, recvbuf, count, datatype, op, root, comm);
+        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Reduce,
+                     sendbuf, recvbuf, count, datatype, op, root, comm);
     int is_root = reduction.rank == root;
     if (root < 0 || root >= reduction.ranks || (sendbuf == MPI_IN_PLACE && !is_root) ||
         (is_root && aliased(sendbuf, recvbuf, count)))
-        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, Reduce, sendbuf, recvbuf, count,
-                     datatype, op, root, comm);
+        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, datatype, SOURCE(sendbuf, recvbuf), NULL,
+                     0, Reduce, sendbuf, recvbuf, count, datatype, op, root, comm);
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, count);
     int rc = mpi_reduce_path(&reduction, source, recvbuf, count, root);
@@ -106,13 +108,13 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
     long long total = 0;
     if (mpi_reduction_decide(&reduction, api, recvcounts ? 1 : -1, datatype, op, comm, &reason) ==
         REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, -1, Reduce_scatter, sendbuf, recvbuf, recvcounts, datatype, op,
-                     comm);
+        PASS_TO_REAL(api, reason, -1, datatype, NULL, NULL, 0, Reduce_scatter, sendbuf, recvbuf,
+                     recvcounts, datatype, op, comm);
     int why = check_counts(&reduction, recvcounts, &total);
     if (why < 0 && aliased(sendbuf, recvbuf, total)) why = REPROD_PASS_BAD_ARGUMENT;
     if (why >= 0)
-        PASS_TO_REAL(api, (enum reprod_reason)why, -1, Reduce_scatter, sendbuf, recvbuf, recvcounts,
-                     datatype, op, comm);
+        PASS_TO_REAL(api, (enum reprod_reason)why, -1, datatype, NULL, NULL, 0, Reduce_scatter,
+                     sendbuf, recvbuf, recvcounts, datatype, op, comm);
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, total);
     int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, recvcounts, 0);
@@ -128,13 +130,13 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     enum reprod_reason reason;
     if (mpi_reduction_decide(&reduction, api, recvcount, datatype, op, comm, &reason) ==
         REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, recvcount, Reduce_scatter_block, sendbuf, recvbuf, recvcount,
-                     datatype, op, comm);
+        PASS_TO_REAL(api, reason, recvcount, datatype, NULL, recvbuf, recvcount,
+                     Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm);
     long long total = (long long)recvcount * reduction.ranks;
     if (total > INT_MAX || aliased(sendbuf, recvbuf, total))
         PASS_TO_REAL(api, total > INT_MAX ? REPROD_PASS_UNSUPPORTED : REPROD_PASS_BAD_ARGUMENT,
-                     recvcount, Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op,
-                     comm);
+                     recvcount, datatype, NULL, recvbuf, recvcount, Reduce_scatter_block, sendbuf,
+                     recvbuf, recvcount, datatype, op, comm);
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, total);
     int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, NULL, recvcount);
@@ -155,8 +157,10 @@ static int scan(const char *api, const void *sendbuf, void *recvbuf, int count,
     }
     if (reduction.action == REPROD_ACTION_PASS) {
         if (exclusive)
-            PASS_TO_REAL(api, reason, count, Exscan, sendbuf, recvbuf, count, datatype, op, comm);
-        PASS_TO_REAL(api, reason, count, Scan, sendbuf, recvbuf, count, datatype, op, comm);
+            PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Exscan,
+                         sendbuf, recvbuf, count, datatype, op, comm);
+        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), recvbuf, count, Scan,
+                     sendbuf, recvbuf, count, datatype, op, comm);
     }
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, count);

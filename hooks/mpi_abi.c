@@ -87,6 +87,7 @@ static void resolve_everything(void)
     mpi.comm_self = (MPI_Comm)reprod_resolve_data("ompi_mpi_comm_self");
     mpi.op_sum = (MPI_Op)reprod_resolve_data("ompi_mpi_op_sum");
     mpi.op_prod = (MPI_Op)reprod_resolve_data("ompi_mpi_op_prod");
+    mpi.datatype_null = (MPI_Datatype)reprod_resolve_data("ompi_mpi_datatype_null");
     if (!mpi.comm_world || !mpi.comm_self || !mpi.op_sum || !mpi.op_prod)
         mpi.why_not = "the MPI library is not Open MPI (ompi_mpi_comm_world not found)";
     for (size_t i = 0; i < NAMED_TYPE_COUNT; i++) {

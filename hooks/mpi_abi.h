@@ -16,16 +16,17 @@
 /* Every real function the MPI hooks call, as X(name). */
 #define REPROD_MPI_FUNCTIONS(X)                                                                    \
     X(Allreduce)                                                                                   \
-    X(Reduce) X(Reduce_scatter_block) X(Reduce_scatter) X(Scan) X(Exscan) X(Iallreduce) X(Ireduce) \
-        X(Ireduce_scatter_block) X(Ireduce_scatter) X(Iscan) X(Iexscan) X(Allgather) X(Allgatherv) \
-            X(Alltoall) X(Alltoallv) X(Gather) X(Gatherv) X(Iallgather) X(Ialltoall) X(Ialltoallv) \
-                X(Igather) X(Wait) X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) \
-                    X(Testsome) X(Request_get_status) X(Init) X(Init_thread) X(Initialized)        \
-                        X(Finalize) X(Abort) X(Comm_size) X(Comm_rank) X(Comm_test_inter)          \
-                            X(Type_size) X(Type_get_extent) X(Type_get_true_extent)                \
-                                X(Type_get_envelope) X(Type_get_contents) X(Type_free)             \
-                                    X(Reduce_local) X(Sendrecv) X(Comm_call_errhandler)            \
-                                        X(Request_free)
+    X(Reduce)                                                                                      \
+    X(Reduce_scatter_block)                                                                        \
+    X(Reduce_scatter) X(Scan) X(Exscan) X(Iallreduce) X(Ireduce) X(Ireduce_scatter_block)          \
+        X(Ireduce_scatter) X(Iscan) X(Iexscan) X(Allgather) X(Allgatherv) X(Alltoall) X(Alltoallv) \
+            X(Gather) X(Gatherv) X(Iallgather) X(Ialltoall) X(Ialltoallv) X(Igather) X(Wait)       \
+                X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome)        \
+                    X(Request_get_status) X(Init) X(Init_thread) X(Initialized) X(Finalize)        \
+                        X(Abort) X(Comm_size) X(Comm_rank) X(Comm_test_inter) X(Type_size)         \
+                            X(Type_get_extent) X(Type_get_true_extent) X(Type_get_envelope)        \
+                                X(Type_get_contents) X(Type_free) X(Reduce_local) X(Sendrecv)      \
+                                    X(Comm_call_errhandler) X(Request_free)
 
 #define REPROD_MPI_POINTER(name) __typeof__(PMPI_##name) *name;
 struct reprod_mpi_functions {
@@ -38,10 +39,11 @@ struct reprod_mpi {
     int usable;          /* 1: Open MPI found, everything below is set */
     const char *why_not; /* when !usable: what is missing, for the log */
     struct reprod_mpi_functions real;
-    MPI_Comm comm_world; /* &ompi_mpi_comm_world */
-    MPI_Comm comm_self;  /* &ompi_mpi_comm_self */
-    MPI_Op op_sum;       /* &ompi_mpi_op_sum */
-    MPI_Op op_prod;      /* &ompi_mpi_op_prod */
+    MPI_Comm comm_world;        /* &ompi_mpi_comm_world */
+    MPI_Comm comm_self;         /* &ompi_mpi_comm_self */
+    MPI_Op op_sum;              /* &ompi_mpi_op_sum */
+    MPI_Op op_prod;             /* &ompi_mpi_op_prod */
+    MPI_Datatype datatype_null; /* &ompi_mpi_datatype_null */
 };
 
 /* The process's view of MPI, resolved on first use (thread-safe). Never NULL; check usable. */

@@ -120,6 +120,20 @@ static int started(struct pending *entry, MPI_Request *request, int rc)
         free(entry);
         return rc;
     }
+    /* Some requests are complete as they start, and not all are unique: Open MPI hands out its
+     * one shared empty request for collectives on a single process. Such a reduction is done
+     * now; only a request still in flight identifies its entry. */
+    int complete = 0;
+    if (reprod_mpi()->real.Request_get_status(*request, &complete, MPI_STATUS_IGNORE) ==
+            MPI_SUCCESS &&
+        complete) {
+        int rc_reduce = reduce_entry(entry);
+        mpi_reduction_done(reduction, entry->elements, entry->how, rc_reduce, entry->out,
+                           (long long)entry->block_elements);
+        mpi_scratch_release(entry->raw);
+        free(entry);
+        return rc_reduce;
+    }
     entry->request = *request;
     add_pending(entry);
     return MPI_SUCCESS;
@@ -149,13 +163,13 @@ static int gather_everywhere(const char *api, const void *sendbuf, void *recvbuf
     }
     if (reduction.action == REPROD_ACTION_PASS) {
         if (kind == SCAN)
-            PASS_TO_REAL(api, reason, count, Iscan, sendbuf, recvbuf, count, datatype, op, comm,
-                         request);
+            PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Iscan,
+                         sendbuf, recvbuf, count, datatype, op, comm, request);
         if (kind == EXSCAN)
-            PASS_TO_REAL(api, reason, count, Iexscan, sendbuf, recvbuf, count, datatype, op, comm,
-                         request);
-        PASS_TO_REAL(api, reason, count, Iallreduce, sendbuf, recvbuf, count, datatype, op, comm,
-                     request);
+            PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Iexscan,
+                         sendbuf, recvbuf, count, datatype, op, comm, request);
+        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Iallreduce,
+                     sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     struct pending *entry =
         new_pending(&reduction, (size_t)count * (size_t)reduction.ranks, 0, NULL);
@@ -209,8 +223,8 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
     if (reduction.action == REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, count, Ireduce, sendbuf, recvbuf, count, datatype, op, root, comm,
-                     request);
+        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Ireduce,
+                     sendbuf, recvbuf, count, datatype, op, root, comm, request);
     const struct reprod_mpi *mpi = reprod_mpi();
     if (reduction.rank != root) {
         /* Nothing to reduce here: the gather's request is all there is. */
@@ -261,10 +275,11 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
     }
     if (reduction.action == REPROD_ACTION_PASS) {
         if (blockwise)
-            PASS_TO_REAL(api, reason, recvcount, Ireduce_scatter_block, sendbuf, recvbuf, recvcount,
-                         datatype, op, comm, request);
-        PASS_TO_REAL(api, reason, -1, Ireduce_scatter, sendbuf, recvbuf, recvcounts, datatype, op,
-                     comm, request);
+            PASS_TO_REAL(api, reason, recvcount, datatype, SOURCE(sendbuf, recvbuf), NULL, 0,
+                         Ireduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm,
+                         request);
+        PASS_TO_REAL(api, reason, -1, datatype, NULL, NULL, 0, Ireduce_scatter, sendbuf, recvbuf,
+                     recvcounts, datatype, op, comm, request);
     }
     int ranks = reduction.ranks;
     int mine = blockwise ? recvcount : recvcounts[reduction.rank];
@@ -298,8 +313,8 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!recvcounts)
-        PASS_TO_REAL("MPI_Ireduce_scatter", REPROD_PASS_BAD_ARGUMENT, -1, Ireduce_scatter, sendbuf,
-                     recvbuf, recvcounts, datatype, op, comm, request);
+        PASS_TO_REAL("MPI_Ireduce_scatter", REPROD_PASS_BAD_ARGUMENT, -1, datatype, NULL, NULL, 0,
+                     Ireduce_scatter, sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     return scatter_chunks("MPI_Ireduce_scatter", sendbuf, recvbuf, recvcounts, 0, datatype, op,
                           comm, request);
 }

@@ -22,26 +22,62 @@
 #define STACK_POINTERS       64          /* contributions whose pointers fit on the stack */
 #define SCRATCH_CACHE_BYTES  (1u << 20)  /* a thread keeps a scratch buffer up to this size */
 
-int mpi_pass_through(const char *api, enum reprod_reason reason, const char *detail,
-                     long long elements)
+/* 1 when a pass-through for `reason` has a datatype the library accepted already. */
+static int datatype_is_valid(enum reprod_reason reason)
 {
-    if (reprod_trace_enabled()) {
-        struct reprod_trace_record record = {reprod_trace_sequence(),
-                                             api,
-                                             "pass",
-                                             reprod_reason_name(reason),
-                                             elements,
-                                             0,
-                                             0,
-                                             0,
-                                             0,
-                                             0};
-        reprod_trace_write(&record);
-    }
-    if (reprod_pass_through(api, reason, detail) == 0) return 0;
+    return reason == REPROD_PASS_DETERMINISTIC_OP || reason == REPROD_PASS_NON_FLOAT ||
+           reason == REPROD_PASS_EMPTY || reason == REPROD_PASS_INTERCOMM ||
+           reason == REPROD_PASS_MODE_OFF;
+}
+
+int mpi_pass_begin(struct mpi_pass *pass, const char *api, enum reprod_reason reason,
+                   long long elements, MPI_Datatype datatype, const void *input)
+{
     const struct reprod_mpi *mpi = reprod_mpi();
+    memset(pass, 0, sizeof *pass);
+    pass->api = api;
+    pass->reason = reason;
+    pass->elements = elements;
+    if (reprod_trace_enabled()) {
+        pass->trace_sequence = reprod_trace_sequence();
+        int bytes = 0;
+        MPI_Aint lb, extent, true_lb, true_extent;
+        if (mpi->usable && datatype_is_valid(reason) && datatype != mpi->datatype_null &&
+            reprod_mpi_state() == REPROD_MPI_RUNNING &&
+            mpi->real.Type_size(datatype, &bytes) == MPI_SUCCESS &&
+            mpi->real.Type_get_extent(datatype, &lb, &extent) == MPI_SUCCESS &&
+            mpi->real.Type_get_true_extent(datatype, &true_lb, &true_extent) == MPI_SUCCESS &&
+            bytes > 0 && extent == bytes && true_lb == 0 && true_extent == extent)
+            pass->type_bytes = (size_t)bytes;
+        if (pass->type_bytes && input && input != MPI_IN_PLACE && elements > 0) {
+            pass->has_input = 1;
+            pass->input_hash = reprod_trace_hash(input, (size_t)elements * pass->type_bytes);
+        }
+    }
+    if (reprod_pass_through(api, reason, mpi->usable ? NULL : mpi->why_not) == 0) return 0;
     if (mpi->usable) mpi->real.Abort(mpi->comm_world, 2);
     _exit(2); /* Abort returned, or there is no MPI to abort with */
+}
+
+int mpi_pass_end(const struct mpi_pass *pass, int rc, const void *output, long long output_elements)
+{
+    if (!pass->trace_sequence) return rc;
+    struct reprod_trace_record record = {pass->trace_sequence,
+                                         pass->api,
+                                         "pass",
+                                         reprod_reason_name(pass->reason),
+                                         pass->elements,
+                                         0,
+                                         pass->has_input,
+                                         pass->input_hash,
+                                         0,
+                                         0};
+    if (rc == MPI_SUCCESS && pass->type_bytes && output && output_elements > 0) {
+        record.has_output = 1;
+        record.output_hash = reprod_trace_hash(output, (size_t)output_elements * pass->type_bytes);
+    }
+    reprod_trace_write(&record);
+    return rc;
 }
 
 /* Learn our rank from MPI_COMM_WORLD once MPI runs (the launcher's variable may be absent). */
@@ -86,8 +122,13 @@ enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const c
     }
     if (reprod_mpi_classify_type(datatype, &reduction->type) != MPI_SUCCESS)
         return REPROD_ACTION_PASS;
-    struct reprod_decision decision =
-        reprod_decide(reprod_mpi_classify_op(op), reduction->type.element_class);
+    enum reprod_op_class op_class = reprod_mpi_classify_op(op);
+    /* MPI defines its predefined ops on predefined datatypes only (Open MPI answers
+     * MPI_ERR_OP for a derived one): the real library reports it. */
+    if (!reduction->type.predefined && op_class != REPROD_OPCLASS_USER &&
+        op_class != REPROD_OPCLASS_DETERMINISTIC)
+        return REPROD_ACTION_PASS;
+    struct reprod_decision decision = reprod_decide(op_class, reduction->type.element_class);
     if (decision.action == REPROD_ACTION_PASS) {
         *reason = decision.reason;
         return REPROD_ACTION_PASS;

@@ -44,21 +44,44 @@ enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const c
                                         long long elements, MPI_Datatype datatype, MPI_Op op,
                                         MPI_Comm comm, enum reprod_reason *reason);
 
-/* Hand a call to the real library: count it, log it, trace it, or stop the job under
- * REPROD_STRICT=1. Returns 0 to go on with the real call. `elements`: -1 when unknown. */
-int mpi_pass_through(const char *api, enum reprod_reason reason, const char *detail,
-                     long long elements);
+/* A call handed to the real library unchanged (see PASS_TO_REAL). */
+struct mpi_pass {
+    const char *api;
+    enum reprod_reason reason;
+    long long elements;      /* -1 when unknown */
+    uint64_t trace_sequence; /* 0 when not tracing */
+    size_t type_bytes;       /* 0 when the datatype cannot be hashed */
+    int has_input;
+    uint64_t input_hash;
+};
 
-/* Return the real `name`(arguments) after mpi_pass_through. A library without that function
- * cannot have called us through it: answer as MPI would for an internal failure. */
-#define PASS_TO_REAL(api, reason, elements, name, ...)                                             \
+/* Before the real call: count it, log it, note its contribution for the trace (`input`,
+ * `elements` elements of `datatype`; the datatype is only asked about when tracing, and only
+ * for reasons that say it is valid). Returns 0 to go on; nonzero when REPROD_STRICT=1 stops
+ * the job (it has been aborted; the caller returns MPI_ERR_OTHER). */
+int mpi_pass_begin(struct mpi_pass *pass, const char *api, enum reprod_reason reason,
+                   long long elements, MPI_Datatype datatype, const void *input);
+
+/* After the real call returned `rc`: trace it with the result this rank received
+ * (`output_elements` at `output`; NULL when none or not known yet). Returns rc. */
+int mpi_pass_end(const struct mpi_pass *pass, int rc, const void *output,
+                 long long output_elements);
+
+/* Hand the call to the real `name`(arguments), as described above. A library without that
+ * function cannot have called us through it: answer as MPI would for an internal failure. */
+#define PASS_TO_REAL(api, reason, elements, datatype, input, output, output_elements, name, ...)   \
     do {                                                                                           \
+        struct mpi_pass pass_;                                                                     \
         const struct reprod_mpi *mpi_ = reprod_mpi();                                              \
-        const char *detail_ = mpi_->usable ? NULL : mpi_->why_not;                                 \
-        if (mpi_pass_through(api, reason, detail_, elements) != 0) return MPI_ERR_OTHER;           \
+        if (mpi_pass_begin(&pass_, api, reason, elements, datatype, input) != 0)                   \
+            return MPI_ERR_OTHER;                                                                  \
         if (!mpi_->real.name) return MPI_ERR_INTERN;                                               \
-        return mpi_->real.name(__VA_ARGS__);                                                       \
+        return mpi_pass_end(&pass_, mpi_->real.name(__VA_ARGS__), output, output_elements);        \
     } while (0)
+
+/* Where a call's contribution is: the send buffer, or the receive buffer for MPI_IN_PLACE. */
+#define SOURCE(sendbuf, recvbuf)                                                                   \
+    ((sendbuf) == MPI_IN_PLACE ? (const void *)(recvbuf) : (const void *)(sendbuf))
 
 /* The caller's send and receive buffers are the same memory without MPI_IN_PLACE: erroneous
  * in MPI; the real library reports it. */

@@ -106,11 +106,15 @@ void reprod_trace_write(const struct reprod_trace_record *record)
         snprintf(input, sizeof input, "%016llx", (unsigned long long)record->input_hash);
     if (record->has_output)
         snprintf(output, sizeof output, "%016llx", (unsigned long long)record->output_hash);
+    char detail[64]; /* one word: the fields are separated by spaces */
+    snprintf(detail, sizeof detail, "%s", record->detail);
+    for (char *c = detail; *c; c++)
+        if (*c == ' ') *c = '-';
     char line[512];
     int length = snprintf(line, sizeof line,
                           "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s\n",
-                          (unsigned long long)record->sequence, record->api, record->action,
-                          record->detail, record->count, record->ranks, input, output);
+                          (unsigned long long)record->sequence, record->api, record->action, detail,
+                          record->count, record->ranks, input, output);
     if (length <= 0 || (size_t)length >= sizeof line) return;
     pthread_mutex_lock(&trace_lock);
     if (trace_fd < 0 && !trace_failed) {
