@@ -327,13 +327,111 @@ static engine_exact_float64_kernel *float64_kernel(void)
     }
 }
 
+/* ---- Exact: two contributions -------------------------------------------------------------
+ * IEEE 754 addition is correctly rounded in the current direction, so with two contributions
+ * one addition IS the exact sum rounded once, with mpfr_sum's zero signs (x + (-x) is +0, or
+ * -0 rounding down; -0 + -0 is -0), and overflow and subnormals as IEEE says. Only NaNs need
+ * the canonical bits. Two ranks are the most common all-reduce there is: this makes it as
+ * cheap as the ordered fold. x86-64 only: the direction goes into MXCSR. */
+#if defined(__x86_64__)
+typedef float pair_f32 __attribute__((vector_size(16)));
+typedef double pair_f64 __attribute__((vector_size(16)));
+typedef int32_t pair_i32 __attribute__((vector_size(16)));
+typedef int64_t pair_i64 __attribute__((vector_size(16)));
+
+/* MXCSR's rounding control for each direction (bits 13-14). */
+static unsigned int pair_mxcsr(reprod_rounding rounding)
+{
+    static const unsigned int control[] = {[REPROD_ROUND_NEAREST] = 0,
+                                           [REPROD_ROUND_DOWN] = 1,
+                                           [REPROD_ROUND_UP] = 2,
+                                           [REPROD_ROUND_ZERO] = 3};
+    return ENGINE_DEFAULT_MXCSR | control[rounding] << 13;
+}
+
+/* out[i] = a[i] + b[i] rounded in `rounding`, NaNs canonical; out may be a or b. */
+static void exact_pair_float32(reprod_rounding rounding, const float *a, const float *b, float *out,
+                               size_t count)
+{
+    unsigned int csr = pair_mxcsr(rounding), restore = ENGINE_DEFAULT_MXCSR;
+    const pair_i32 nan = {0x7fc00000, 0x7fc00000, 0x7fc00000, 0x7fc00000};
+    size_t i = 0;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+    for (; i + 4 <= count; i += 4) {
+        pair_f32 x, y;
+        memcpy(&x, a + i, sizeof x);
+        memcpy(&y, b + i, sizeof y);
+        pair_f32 sum = x + y;
+        pair_i32 is_nan = sum != sum;
+        pair_i32 bits = ((pair_i32)sum & ~is_nan) | (nan & is_nan);
+        memcpy(out + i, &bits, sizeof bits);
+    }
+    for (; i < count; i++) {
+        float sum = a[i] + b[i];
+        uint32_t bits = 0x7fc00000u;
+        if (sum == sum) memcpy(&bits, &sum, sizeof bits);
+        memcpy(out + i, &bits, sizeof bits);
+    }
+    __asm__ volatile("ldmxcsr %0" : : "m"(restore) : "memory");
+}
+
+static void exact_pair_float64(reprod_rounding rounding, const double *a, const double *b,
+                               double *out, size_t count)
+{
+    unsigned int csr = pair_mxcsr(rounding), restore = ENGINE_DEFAULT_MXCSR;
+    const pair_i64 nan = {0x7ff8000000000000ll, 0x7ff8000000000000ll};
+    size_t i = 0;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr) : "memory");
+    for (; i + 2 <= count; i += 2) {
+        pair_f64 x, y;
+        memcpy(&x, a + i, sizeof x);
+        memcpy(&y, b + i, sizeof y);
+        pair_f64 sum = x + y;
+        pair_i64 is_nan = sum != sum;
+        pair_i64 bits = ((pair_i64)sum & ~is_nan) | (nan & is_nan);
+        memcpy(out + i, &bits, sizeof bits);
+    }
+    for (; i < count; i++) {
+        double sum = a[i] + b[i];
+        uint64_t bits = 0x7ff8000000000000ull;
+        if (sum == sum) memcpy(&bits, &sum, sizeof bits);
+        memcpy(out + i, &bits, sizeof bits);
+    }
+    __asm__ volatile("ldmxcsr %0" : : "m"(restore) : "memory");
+}
+
+/* 1 when the pair kernels computed the result. */
+static int exact_pair(reprod_type type, reprod_op op, reprod_rounding rounding,
+                      const void *const contributions[], int contribution_count,
+                      size_t element_count, void *result)
+{
+    if (op != REPROD_SUM || contribution_count != 2) return 0;
+    if (type == REPROD_FLOAT32)
+        exact_pair_float32(rounding, contributions[0], contributions[1], result, element_count);
+    else if (type == REPROD_FLOAT64)
+        exact_pair_float64(rounding, contributions[0], contributions[1], result, element_count);
+    else
+        return 0;
+    return 1;
+}
+#else
+static int exact_pair(reprod_type type, reprod_op op, reprod_rounding rounding,
+                      const void *const contributions[], int contribution_count,
+                      size_t element_count, void *result)
+{
+    (void)type, (void)op, (void)rounding, (void)contributions, (void)contribution_count;
+    (void)element_count, (void)result;
+    return 0;
+}
+#endif
+
 /* ---- Exact: entry point ------------------------------------------------------------------- */
 
-REPROD_EXPORT int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding,
-                                      const void *const contributions[], int contribution_count,
-                                      size_t element_count, void *result,
-                                      const struct reprod_engine_options *options,
-                                      struct reprod_engine_stats *stats)
+int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding,
+                        const void *const contributions[], int contribution_count,
+                        size_t element_count, void *result,
+                        const struct reprod_engine_options *options,
+                        struct reprod_engine_stats *stats)
 {
     if (!arguments_valid(type, op, contributions, contribution_count, element_count, result))
         return REPROD_EINVAL;
@@ -349,7 +447,10 @@ REPROD_EXPORT int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rou
         engine_accumulator_clear(&a);
         size_t done = 0;
         int small = type == REPROD_FLOAT16 || type == REPROD_BFLOAT16;
-        if (!force_general && small && kernel_level() >= ENGINE_KERNELS_AVX2)
+        if (!force_general && exact_pair(type, op, rounding, contributions, contribution_count,
+                                         element_count, result))
+            done = element_count;
+        else if (!force_general && small && kernel_level() >= ENGINE_KERNELS_AVX2)
             done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
                                            element_count, (uint16_t *)result, &a, &general);
         else if (!force_general && type == REPROD_FLOAT32)
