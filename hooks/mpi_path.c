@@ -17,10 +17,10 @@
 #include <string.h>
 
 /* Configuration. */
-#define GATHER_ALL_MAX_BYTES (64 * 1024) /* gather everything below this many bytes in all */
+#define GATHER_ALL_MAX_BYTES 2048 /* gather whole contributions up to this size (bytes) */
 #define SCRATCH_ALIGNMENT    64          /* engine-friendly alignment of scratch blocks */
 #define STACK_POINTERS       64          /* contributions whose pointers fit on the stack */
-#define SCRATCH_CACHE_BYTES  (1u << 20)  /* a thread keeps a scratch buffer up to this size */
+#define SCRATCH_CACHE_BYTES  ((size_t)256 << 20) /* a thread keeps its scratch up to this size */
 
 /* 1 when a pass-through for `reason` has a datatype the library accepted already. */
 static int datatype_is_valid(enum reprod_reason reason)
@@ -244,7 +244,9 @@ int mpi_reduction_done(struct mpi_reduction *reduction, long long elements, cons
 }
 
 /* The scratch buffer a thread keeps for its blocking calls: small reductions would otherwise
- * spend as long in malloc as in their arithmetic. Freed when the thread exits. */
+ * spend as long in malloc as in their arithmetic, and large ones in page faults (fresh pages
+ * written by the kernel's cross-process copy cost more than the copy). It grows to the largest
+ * exchange (as the libraries' own internal buffers do) and is freed when the thread exits. */
 struct scratch_cache {
     void *memory;
     size_t bytes;
@@ -427,12 +429,13 @@ static int exchange_chunks(struct mpi_reduction *reduction, const void *source, 
                                         reduction->comm);
 }
 
-/* 1 when the whole exchange is small enough to gather everything everywhere. */
+/* 1 when gathering whole contributions beats exchanging chunks: one round instead of two,
+ * while each contribution still travels as one small message (shared-memory transports
+ * switch to a slower protocol above a few KiB: Open MPI's vader at 4 KiB). */
 static int is_small(const struct mpi_reduction *reduction, int count)
 {
     return count < reduction->ranks ||
-           (size_t)count * (size_t)reduction->extent * (size_t)reduction->ranks <=
-               GATHER_ALL_MAX_BYTES;
+           (size_t)count * (size_t)reduction->extent <= GATHER_ALL_MAX_BYTES;
 }
 
 /* Scratch for the chunk layout of `count`: counts then offsets, one int per rank each. */
