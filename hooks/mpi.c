@@ -7,7 +7,6 @@
 
 #include "rank.h"
 
-#include <limits.h>
 
 /* MPI_Init and MPI_Init_thread: learn the rank as soon as MPI knows it. */
 static void after_init(int rc)
@@ -84,21 +83,6 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     return mpi_reduction_done(&reduction, count, "reduce", rc, is_root ? recvbuf : NULL, count);
 }
 
-/* Checks shared by the two reduce-scatters: the counts are valid, some are not zero, and
- * their total fits MPI's int displacements. Returns the reason to pass, or -1 to go on. */
-static int check_counts(const struct mpi_reduction *reduction, const int counts[], long long *total)
-{
-    *total = 0;
-    if (!counts) return REPROD_PASS_BAD_ARGUMENT;
-    for (int r = 0; r < reduction->ranks; r++) {
-        if (counts[r] < 0) return REPROD_PASS_BAD_ARGUMENT;
-        *total += counts[r];
-    }
-    if (*total == 0) return REPROD_PASS_EMPTY;
-    if (*total > INT_MAX) return REPROD_PASS_UNSUPPORTED;
-    return -1;
-}
-
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -110,7 +94,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
         REPROD_ACTION_PASS)
         PASS_TO_REAL(api, reason, -1, datatype, NULL, NULL, 0, Reduce_scatter, sendbuf, recvbuf,
                      recvcounts, datatype, op, comm);
-    int why = check_counts(&reduction, recvcounts, &total);
+    int why = mpi_check_counts(&reduction, recvcounts, 0, &total);
     if (why < 0 && aliased(sendbuf, recvbuf, total)) why = REPROD_PASS_BAD_ARGUMENT;
     if (why >= 0)
         PASS_TO_REAL(api, (enum reprod_reason)why, -1, datatype, NULL, NULL, 0, Reduce_scatter,
@@ -132,11 +116,12 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
         REPROD_ACTION_PASS)
         PASS_TO_REAL(api, reason, recvcount, datatype, NULL, recvbuf, recvcount,
                      Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm);
-    long long total = (long long)recvcount * reduction.ranks;
-    if (total > INT_MAX || aliased(sendbuf, recvbuf, total))
-        PASS_TO_REAL(api, total > INT_MAX ? REPROD_PASS_UNSUPPORTED : REPROD_PASS_BAD_ARGUMENT,
-                     recvcount, datatype, NULL, recvbuf, recvcount, Reduce_scatter_block, sendbuf,
-                     recvbuf, recvcount, datatype, op, comm);
+    long long total = 0;
+    int why = mpi_check_counts(&reduction, NULL, recvcount, &total);
+    if (why < 0 && aliased(sendbuf, recvbuf, total)) why = REPROD_PASS_BAD_ARGUMENT;
+    if (why >= 0)
+        PASS_TO_REAL(api, (enum reprod_reason)why, recvcount, datatype, NULL, recvbuf, recvcount,
+                     Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm);
     const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     mpi_trace_input(&reduction, source, total);
     int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, NULL, recvcount);

@@ -18,10 +18,11 @@
     X(Allreduce)                                                                                   \
     X(Reduce)                                                                                      \
     X(Reduce_scatter_block)                                                                        \
-    X(Reduce_scatter) X(Scan) X(Exscan) X(Iallreduce) X(Ireduce) X(Ireduce_scatter_block)          \
-        X(Ireduce_scatter) X(Iscan) X(Iexscan) X(Allgather) X(Allgatherv) X(Alltoall) X(Alltoallv) \
-            X(Gather) X(Gatherv) X(Iallgather) X(Ialltoall) X(Ialltoallv) X(Igather) X(Wait)       \
-                X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome)        \
+    X(Reduce_scatter)                                                                              \
+    X(Scan) X(Exscan) X(Iallreduce) X(Ireduce) X(Ireduce_scatter_block) X(Ireduce_scatter)         \
+        X(Iscan) X(Iexscan) X(Allgather) X(Allgatherv) X(Alltoall) X(Alltoallv) X(Gather)          \
+            X(Gatherv) X(Iallgather) X(Ialltoall) X(Ialltoallv) X(Igather) X(Wait) X(Waitall)      \
+                X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany) X(Testsome)                   \
                     X(Request_get_status) X(Init) X(Init_thread) X(Initialized) X(Finalize)        \
                         X(Abort) X(Comm_size) X(Comm_rank) X(Comm_test_inter) X(Type_size)         \
                             X(Type_get_extent) X(Type_get_true_extent) X(Type_get_envelope)        \

@@ -13,7 +13,6 @@
 #include "log.h"
 
 #include <pthread.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,17 +260,13 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
     long long total = 0;
     if (mpi_reduction_decide(&reduction, api, blockwise ? recvcount : 1, datatype, op, comm,
                              &reason) != REPROD_ACTION_PASS) {
-        reason = REPROD_PASS_BAD_ARGUMENT;
-        int bad = !request;
-        for (int r = 0; r < reduction.ranks; r++) {
-            int chunk = blockwise ? recvcount : recvcounts[r];
-            bad |= chunk < 0;
-            total += chunk;
-        }
-        if (!bad && total == 0) reason = REPROD_PASS_EMPTY;
-        if (!bad && total > INT_MAX) reason = REPROD_PASS_UNSUPPORTED;
-        if (bad || total == 0 || total > INT_MAX || aliased(sendbuf, recvbuf, total))
+        int why = mpi_check_counts(&reduction, recvcounts, recvcount, &total);
+        if (why < 0 && (!request || aliased(sendbuf, recvbuf, total)))
+            why = REPROD_PASS_BAD_ARGUMENT;
+        if (why >= 0) {
             reduction.action = REPROD_ACTION_PASS;
+            reason = (enum reprod_reason)why;
+        }
     }
     if (reduction.action == REPROD_ACTION_PASS) {
         if (blockwise)

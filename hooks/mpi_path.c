@@ -18,8 +18,8 @@
 
 /* Configuration. */
 #define GATHER_ALL_MAX_BYTES 2048 /* gather whole contributions up to this size (bytes) */
-#define SCRATCH_ALIGNMENT    64          /* engine-friendly alignment of scratch blocks */
-#define STACK_POINTERS       64          /* contributions whose pointers fit on the stack */
+#define SCRATCH_ALIGNMENT    64   /* engine-friendly alignment of scratch blocks */
+#define STACK_POINTERS       64   /* contributions whose pointers fit on the stack */
 #define SCRATCH_CACHE_BYTES  ((size_t)256 << 20) /* a thread keeps its scratch up to this size */
 
 /* 1 when a pass-through for `reason` has a datatype the library accepted already. */
@@ -372,6 +372,20 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, size_t bloc
     }
     reduction->engine_ns += reprod_stats_clock_ns() - started;
     return rc;
+}
+
+int mpi_check_counts(const struct mpi_reduction *reduction, const int counts[], int uniform_count,
+                     long long *total)
+{
+    *total = 0;
+    for (int r = 0; r < reduction->ranks; r++) {
+        int count = counts ? counts[r] : uniform_count;
+        if (count < 0) return REPROD_PASS_BAD_ARGUMENT;
+        *total += count;
+    }
+    if (*total == 0) return REPROD_PASS_EMPTY;
+    if (*total > INT_MAX) return REPROD_PASS_UNSUPPORTED;
+    return -1;
 }
 
 /* Split `count` elements into `ranks` chunks as evenly as possible, the longer ones first. */

@@ -90,6 +90,12 @@ static inline int aliased(const void *sendbuf, const void *recvbuf, long long el
     return elements > 0 && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf;
 }
 
+/* The counts of a reduce-scatter, per rank (`counts`) or one for all (`counts` NULL,
+ * `uniform_count`): valid, not all zero, their *total fitting MPI's int displacements.
+ * Returns the reason to pass the call through, or -1 to go on. */
+int mpi_check_counts(const struct mpi_reduction *reduction, const int counts[], int uniform_count,
+                     long long *total);
+
 /* REPROD_TRACE: note this rank's contribution (`elements` elements at `input`) before the
  * data moves; mpi_reduction_done writes the line with the result. */
 void mpi_trace_input(struct mpi_reduction *reduction, const void *input, long long elements);
