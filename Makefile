@@ -6,7 +6,11 @@
 #   make demo     run the example job natively and under the shim
 
 CC      ?= gcc
-MPICC   ?= mpicc
+# Both MPI families are installed side by side: name each one's tools explicitly.
+MPICC   ?= mpicc.openmpi
+MPICC_MPICH ?= mpicc.mpich
+MPIF90  ?= mpif90.openmpi
+MPIF90_MPICH ?= mpif90.mpich
 BUILD   := build
 
 # -std=c11 (not gnu11) keeps floating-point contraction off; we also say it explicitly: an FMA
@@ -14,12 +18,14 @@ BUILD   := build
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN)
 CFLAGS   ?=
-SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(MPI_INC) $(CFLAGS)
+SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
 
-# Only the headers of Open MPI are used (types, constants, prototypes of the hooked calls);
-# nothing links against it. `mpicc --showme:incdirs` names them.
-MPI_INCDIRS := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
-MPI_INC     := $(addprefix -I,$(MPI_INCDIRS)) -DOMPI_SKIP_MPICXX=1
+# The MPI hooks include no mpi.h: each family's constants come from its own header, compiled
+# into one file each (hooks/mpi_abi_openmpi.c, hooks/mpi_abi_mpich.c). Nothing links against
+# either library. Without MPICH's headers the MPICH family is reported unsupported at run time.
+OMPI_INC  := $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) -DOMPI_SKIP_MPICXX=1
+MPICH_INC := $(patsubst %,-I%,$(patsubst -I%,%,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null))))
+MPICH_INC := $(if $(wildcard $(patsubst -I%,%,$(firstword $(MPICH_INC)))/mpi.h),$(MPICH_INC),-DREPROD_WITHOUT_MPICH_HEADERS)
 
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
@@ -51,6 +57,9 @@ all: $(SHIM) $(TOOL)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIMFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
+$(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.

@@ -1,168 +1,337 @@
-/* mpi.c: the blocking MPI reductions (C bindings of Open MPI) and MPI_Init.
+/* mpi.c: the blocking MPI reductions, in their classic and large-count (MPI-4 _c) bindings,
+ * and MPI_Init / MPI_Finalize.
  *
  * Each hook decides (mpi_reduction_decide) and either hands the call to the real library
- * untouched or runs the deterministic data path of mpi_path.c.
+ * untouched or runs the deterministic data path of mpi_path.c. Every entry point also answers
+ * to its PMPI_ name (MPI_HOOK): Open MPI's Fortran bindings call those.
  */
 #include "mpi_path.h"
 
 #include "rank.h"
 
+#include <stdlib.h>
 
 /* MPI_Init and MPI_Init_thread: learn the rank as soon as MPI knows it. */
 static void after_init(int rc)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     int rank = 0, size = 0;
-    if (rc == MPI_SUCCESS) reprod_mpi_set_state(REPROD_MPI_RUNNING);
-    if (rc == MPI_SUCCESS && mpi->usable &&
-        mpi->real.Comm_rank(mpi->comm_world, &rank) == MPI_SUCCESS &&
-        mpi->real.Comm_size(mpi->comm_world, &size) == MPI_SUCCESS)
+    if (rc != REPROD_MPI_OK) return;
+    reprod_mpi_set_state(REPROD_MPI_RUNNING);
+    if (mpi->usable && mpi->real.Comm_rank(mpi->comm_world, &rank) == REPROD_MPI_OK &&
+        mpi->real.Comm_size(mpi->comm_world, &size) == REPROD_MPI_OK)
         reprod_rank_set_from_library(rank, size);
 }
 
-int MPI_Init(int *argc, char ***argv)
+MPI_HOOK(Init, (int *argc, char ***argv))
 {
-    if (!REPROD_MPI_REAL(Init)) return MPI_ERR_INTERN;
-    int rc = REPROD_MPI_REAL(Init)(argc, argv);
+    int rc = REAL_MPI(Init)(argc, argv);
     after_init(rc);
     return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+MPI_HOOK(Init_thread, (int *argc, char ***argv, int required, int *provided))
 {
-    if (!REPROD_MPI_REAL(Init_thread)) return MPI_ERR_INTERN;
-    int rc = REPROD_MPI_REAL(Init_thread)(argc, argv, required, provided);
+    int rc = REAL_MPI(Init_thread)(argc, argv, required, provided);
     after_init(rc);
     return rc;
 }
 
-int MPI_Finalize(void)
+MPI_HOOK(Finalize, (void))
 {
-    if (!REPROD_MPI_REAL(Finalize)) return MPI_ERR_INTERN;
     reprod_mpi_set_state(REPROD_MPI_FINALIZING);
-    return REPROD_MPI_REAL(Finalize)();
+    return REAL_MPI(Finalize)();
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm)
+/* The checks after a decision to go deterministic: when the buffers are erroneous the call
+ * goes to the library instead, which reports it. */
+static enum reprod_action check_buffers(struct mpi_reduction *reduction, enum reprod_action action,
+                                        enum reprod_reason *reason, const void *sendbuf,
+                                        const void *recvbuf, mpi_count elements, int receives,
+                                        int send_in_place_allowed)
 {
-    static const char api[] = "MPI_Allreduce";
+    if (action == REPROD_ACTION_PASS ||
+        !mpi_buffers_erroneous(reduction, sendbuf, recvbuf, elements, receives,
+                               send_in_place_allowed))
+        return action;
+    *reason = REPROD_PASS_BAD_ARGUMENT;
+    return REPROD_ACTION_PASS;
+}
+
+static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count count,
+                     int large, mpi_handle datatype, mpi_handle op, mpi_handle comm)
+{
+    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
-    if (mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason) ==
-        REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), recvbuf, count,
-                     Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
-    if (aliased(sendbuf, recvbuf, count))
-        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, datatype, SOURCE(sendbuf, recvbuf),
-                     recvbuf, count, Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
-    const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    enum reprod_action action =
+        mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, 1, 1);
+    if (action == REPROD_ACTION_PASS) {
+        struct mpi_pass pass;
+        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        int rc = large ? REAL_MPI(Allreduce_c)(sendbuf, recvbuf, count, datatype, op, comm)
+                       : REAL_MPI(Allreduce)(sendbuf, recvbuf, (int)count, datatype, op, comm);
+        return mpi_pass_end(&pass, rc, recvbuf, count);
+    }
+    const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);
     int rc = mpi_allreduce_path(&reduction, source, recvbuf, count);
     return mpi_reduction_done(&reduction, count, "all-reduce", rc, recvbuf, count);
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm)
+MPI_HOOK(Allreduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
+                     mpi_handle op, mpi_handle comm))
 {
-    static const char api[] = "MPI_Reduce";
+    if (!mpi_hook_enter()) return REAL_MPI(Allreduce)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = allreduce("MPI_Allreduce", sendbuf, recvbuf, count, 0, datatype, op, comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Allreduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
+                       mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Allreduce_c)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, 1, datatype, op, comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+static int reduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count count, int large,
+                  mpi_handle datatype, mpi_handle op, int root, mpi_handle comm)
+{
+    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
-    if (mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason) ==
-        REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Reduce,
-                     sendbuf, recvbuf, count, datatype, op, root, comm);
+    enum reprod_action action =
+        mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
     int is_root = reduction.rank == root;
-    if (root < 0 || root >= reduction.ranks || (sendbuf == MPI_IN_PLACE && !is_root) ||
-        (is_root && aliased(sendbuf, recvbuf, count)))
-        PASS_TO_REAL(api, REPROD_PASS_BAD_ARGUMENT, count, datatype, SOURCE(sendbuf, recvbuf), NULL,
-                     0, Reduce, sendbuf, recvbuf, count, datatype, op, root, comm);
-    const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if (action != REPROD_ACTION_PASS && (root < 0 || root >= reduction.ranks)) {
+        action = REPROD_ACTION_PASS;
+        reason = REPROD_PASS_BAD_ARGUMENT;
+    }
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, is_root, is_root);
+    if (action == REPROD_ACTION_PASS) {
+        struct mpi_pass pass;
+        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        int rc = large ? REAL_MPI(Reduce_c)(sendbuf, recvbuf, count, datatype, op, root, comm)
+                       : REAL_MPI(Reduce)(sendbuf, recvbuf, (int)count, datatype, op, root, comm);
+        return mpi_pass_end(&pass, rc, NULL, 0);
+    }
+    const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);
     int rc = mpi_reduce_path(&reduction, source, recvbuf, count, root);
     return mpi_reduction_done(&reduction, count, "reduce", rc, is_root ? recvbuf : NULL, count);
 }
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+MPI_HOOK(Reduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
+                  mpi_handle op, int root, mpi_handle comm))
 {
-    static const char api[] = "MPI_Reduce_scatter";
-    struct mpi_reduction reduction;
-    enum reprod_reason reason;
-    long long total = 0;
-    if (mpi_reduction_decide(&reduction, api, recvcounts ? 1 : -1, datatype, op, comm, &reason) ==
-        REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, -1, datatype, NULL, NULL, 0, Reduce_scatter, sendbuf, recvbuf,
-                     recvcounts, datatype, op, comm);
-    int why = mpi_check_counts(&reduction, recvcounts, 0, &total);
-    if (why < 0 && aliased(sendbuf, recvbuf, total)) why = REPROD_PASS_BAD_ARGUMENT;
-    if (why >= 0)
-        PASS_TO_REAL(api, (enum reprod_reason)why, -1, datatype, NULL, NULL, 0, Reduce_scatter,
-                     sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    mpi_trace_input(&reduction, source, total);
-    int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, recvcounts, 0);
-    return mpi_reduction_done(&reduction, total, "reduce-scatter", rc, recvbuf,
-                              recvcounts[reduction.rank]);
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce)(sendbuf, recvbuf, count, datatype, op, root, comm);
+    int rc = reduce("MPI_Reduce", sendbuf, recvbuf, count, 0, datatype, op, root, comm);
+    mpi_hook_leave();
+    return rc;
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+MPI_HOOK(Reduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
+                    mpi_handle op, int root, mpi_handle comm))
 {
-    static const char api[] = "MPI_Reduce_scatter_block";
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce_c)(sendbuf, recvbuf, count, datatype, op, root, comm);
+    int rc = reduce("MPI_Reduce_c", sendbuf, recvbuf, count, 1, datatype, op, root, comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+/* The per-rank counts of a reduce-scatter, 64-bit: `counts` per rank, or `uniform` for each
+ * when `counts.values` is NULL. Returns the reason to pass the call through (negative counts,
+ * nothing to reduce), or -1 with *widened (to free) and *total set. */
+static int reduce_scatter_counts(const struct mpi_reduction *reduction, struct mpi_counts counts,
+                                 mpi_count uniform, mpi_count **widened, mpi_count *total)
+{
+    *widened = NULL;
+    *total = 0;
+    mpi_count *values = mpi_allocate(reduction, sizeof(mpi_count) * (size_t)reduction->ranks);
+    for (int r = 0; r < reduction->ranks; r++) {
+        values[r] = counts.values ? mpi_counts_at(counts, r) : uniform;
+        if (values[r] < 0) {
+            free(values);
+            return REPROD_PASS_BAD_ARGUMENT;
+        }
+        *total += values[r];
+    }
+    if (*total == 0) {
+        free(values);
+        return REPROD_PASS_EMPTY;
+    }
+    *widened = values;
+    return -1;
+}
+
+/* MPI_Reduce_scatter (counts per rank) and MPI_Reduce_scatter_block (counts.values NULL,
+ * `uniform` for each rank), classic or large-count. */
+static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
+                          struct mpi_counts counts, mpi_count uniform, mpi_handle datatype,
+                          mpi_handle op, mpi_handle comm)
+{
+    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
+    int blockwise = counts.values == NULL;
     struct mpi_reduction reduction;
     enum reprod_reason reason;
-    if (mpi_reduction_decide(&reduction, api, recvcount, datatype, op, comm, &reason) ==
-        REPROD_ACTION_PASS)
-        PASS_TO_REAL(api, reason, recvcount, datatype, NULL, recvbuf, recvcount,
-                     Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm);
-    long long total = 0;
-    int why = mpi_check_counts(&reduction, NULL, recvcount, &total);
-    if (why < 0 && aliased(sendbuf, recvbuf, total)) why = REPROD_PASS_BAD_ARGUMENT;
-    if (why >= 0)
-        PASS_TO_REAL(api, (enum reprod_reason)why, recvcount, datatype, NULL, recvbuf, recvcount,
-                     Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype, op, comm);
-    const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    enum reprod_action action = mpi_reduction_decide(
+        &reduction, api, blockwise ? uniform : 1, datatype, op, comm, &reason);
+    mpi_count *widened = NULL, total = -1;
+    if (action != REPROD_ACTION_PASS) {
+        int why = reduce_scatter_counts(&reduction, counts, uniform, &widened, &total);
+        if (why >= 0) {
+            action = REPROD_ACTION_PASS;
+            reason = (enum reprod_reason)why;
+        }
+    }
+    int receives = widened && widened[reduction.rank] > 0;
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, total, receives, 1);
+    if (action == REPROD_ACTION_PASS) {
+        free(widened);
+        struct mpi_pass pass;
+        mpi_pass_begin(&pass, api, reason, blockwise ? uniform : -1, datatype, NULL);
+        int rc;
+        if (blockwise && counts.large)
+            rc = REAL_MPI(Reduce_scatter_block_c)(sendbuf, recvbuf, uniform, datatype, op, comm);
+        else if (blockwise)
+            rc = REAL_MPI(Reduce_scatter_block)(sendbuf, recvbuf, (int)uniform, datatype, op,
+                                                comm);
+        else if (counts.large)
+            rc = REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, counts.values, datatype, op, comm);
+        else
+            rc = REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, counts.values, datatype, op, comm);
+        return mpi_pass_end(&pass, rc, recvbuf, blockwise ? uniform : 0);
+    }
+    const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, total);
-    int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, NULL, recvcount);
-    return mpi_reduction_done(&reduction, total, "reduce-scatter", rc, recvbuf, recvcount);
+    int rc = mpi_reduce_scatter_path(&reduction, source, recvbuf, widened);
+    mpi_count mine = widened[reduction.rank];
+    free(widened);
+    return mpi_reduction_done(&reduction, total, "reduce-scatter", rc, recvbuf, mine);
+}
+
+MPI_HOOK(Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[],
+                          mpi_handle datatype, mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    struct mpi_counts counts = {recvcounts, 0};
+    int rc = recvcounts ? reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, counts, 0,
+                                         datatype, op, comm)
+                        : REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op,
+                                                   comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Reduce_scatter_c, (const void *sendbuf, void *recvbuf, const mpi_count recvcounts[],
+                            mpi_handle datatype, mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    struct mpi_counts counts = {recvcounts, 1};
+    int rc = recvcounts ? reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, counts, 0,
+                                         datatype, op, comm)
+                        : REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, recvcounts, datatype, op,
+                                                     comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount,
+                                mpi_handle datatype, mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce_scatter_block)(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    struct mpi_counts counts = {NULL, 0};
+    int rc = reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, counts, recvcount,
+                            datatype, op, comm);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, mpi_count recvcount,
+                                  mpi_handle datatype, mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Reduce_scatter_block_c)(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    struct mpi_counts counts = {NULL, 1};
+    int rc = reduce_scatter("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, counts, recvcount,
+                            datatype, op, comm);
+    mpi_hook_leave();
+    return rc;
 }
 
 /* MPI_Scan and MPI_Exscan share everything but the prefix they deliver. */
-static int scan(const char *api, const void *sendbuf, void *recvbuf, int count,
-                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int exclusive)
+static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count count, int large,
+                mpi_handle datatype, mpi_handle op, mpi_handle comm, int exclusive)
 {
+    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
-    if (mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason) !=
-            REPROD_ACTION_PASS &&
-        aliased(sendbuf, recvbuf, count)) {
-        reduction.action = REPROD_ACTION_PASS;
-        reason = REPROD_PASS_BAD_ARGUMENT;
-    }
-    if (reduction.action == REPROD_ACTION_PASS) {
+    enum reprod_action action =
+        mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
+    int receives = !exclusive || reduction.rank > 0;
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, receives, 1);
+    if (action == REPROD_ACTION_PASS) {
+        struct mpi_pass pass;
+        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        int rc;
         if (exclusive)
-            PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), NULL, 0, Exscan,
-                         sendbuf, recvbuf, count, datatype, op, comm);
-        PASS_TO_REAL(api, reason, count, datatype, SOURCE(sendbuf, recvbuf), recvbuf, count, Scan,
-                     sendbuf, recvbuf, count, datatype, op, comm);
+            rc = large ? REAL_MPI(Exscan_c)(sendbuf, recvbuf, count, datatype, op, comm)
+                       : REAL_MPI(Exscan)(sendbuf, recvbuf, (int)count, datatype, op, comm);
+        else
+            rc = large ? REAL_MPI(Scan_c)(sendbuf, recvbuf, count, datatype, op, comm)
+                       : REAL_MPI(Scan)(sendbuf, recvbuf, (int)count, datatype, op, comm);
+        return mpi_pass_end(&pass, rc, exclusive ? NULL : recvbuf, count);
     }
-    const void *source = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);
     int rc = mpi_scan_path(&reduction, source, recvbuf, count, exclusive);
-    int receives = !exclusive || reduction.rank > 0;
     return mpi_reduction_done(&reduction, count, exclusive ? "exclusive scan" : "scan", rc,
                               receives ? recvbuf : NULL, count);
 }
 
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-             MPI_Comm comm)
+MPI_HOOK(Scan, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
+                mpi_handle op, mpi_handle comm))
 {
-    return scan("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
+    if (!mpi_hook_enter()) return REAL_MPI(Scan)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = scan("MPI_Scan", sendbuf, recvbuf, count, 0, datatype, op, comm, 0);
+    mpi_hook_leave();
+    return rc;
 }
 
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               MPI_Comm comm)
+MPI_HOOK(Scan_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
+                  mpi_handle op, mpi_handle comm))
 {
-    return scan("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
+    if (!mpi_hook_enter()) return REAL_MPI(Scan_c)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = scan("MPI_Scan_c", sendbuf, recvbuf, count, 1, datatype, op, comm, 0);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Exscan, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
+                  mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter()) return REAL_MPI(Exscan)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = scan("MPI_Exscan", sendbuf, recvbuf, count, 0, datatype, op, comm, 1);
+    mpi_hook_leave();
+    return rc;
+}
+
+MPI_HOOK(Exscan_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
+                    mpi_handle op, mpi_handle comm))
+{
+    if (!mpi_hook_enter())
+        return REAL_MPI(Exscan_c)(sendbuf, recvbuf, count, datatype, op, comm);
+    int rc = scan("MPI_Exscan_c", sendbuf, recvbuf, count, 1, datatype, op, comm, 1);
+    mpi_hook_leave();
+    return rc;
 }
