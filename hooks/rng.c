@@ -6,6 +6,10 @@
  * same under the shim as without. glibc's own calls between these functions (srand48 ->
  * srand48_r, initstate -> initstate_r) use internal aliases, so no seed is derived twice.
  * rand_r has no seeding call (its state is the caller's variable) and is not touched.
+ *
+ * seed48 returns the X it replaces (seed48_r leaves it in the buffer's __old_x). A caller that
+ * saves it and passes it back to seed48, seed48_r or lcong48 later means "restore": the shim
+ * remembers each X it hands back, and reprod_seed_replace48 keeps a remembered X unchanged.
  */
 #include "real.h"
 #include "seed.h"
@@ -58,14 +62,17 @@ REPROD_EXPORT void srand48(long seed)
     if (real) real(derived);
 }
 
-/* The caller's array is read, never written: the real function gets a derived copy. */
+/* The caller's array is read, never written: the real function gets a derived copy. The X
+ * handed back is remembered, so that passing it back restores it. */
 REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 {
     REPROD_REAL(unsigned short *(*)(unsigned short *), real, "seed48");
     unsigned short derived[3];
     x48_to(reprod_seed_replace48("seed48", x48_from(seed)), derived);
     if (!real) return NULL;
-    return real(derived);
+    unsigned short *previous = real(derived);
+    if (previous) reprod_seed_note_handed_out48(x48_from(previous));
+    return previous;
 }
 
 /* param[0..2] is the seed X; the multiplier param[3..5] and addend param[6] are kept. */
@@ -109,7 +116,9 @@ REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
     unsigned short derived[3];
     x48_to(reprod_seed_replace48("seed48_r", x48_from(seed)), derived);
     if (!real) return errno = ENOSYS, -1;
-    return real(derived, buffer);
+    int status = real(derived, buffer);
+    if (status == 0) reprod_seed_note_handed_out48(x48_from(buffer->__old_x));
+    return status;
 }
 
 REPROD_EXPORT int lcong48_r(unsigned short param[7], struct drand48_data *buffer)

@@ -12,12 +12,17 @@
  * aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). The real methods live in libtorch_cpu.so and
  * libtorch_cuda.so, loaded RTLD_LOCAL under Python: reprod_resolve walks the loaded objects.
  *
- * Two callers inside PyTorch pass a seed that is not the user's, and get it unchanged:
+ * Three callers inside PyTorch pass a seed that is not the user's, and get it unchanged:
  * CUDAGeneratorImpl::set_state (torch.cuda.set_rng_state: restoring a saved seed must not
- * derive it again) and createCUDAGenerator (a new generator's default seed, as the CPU
- * generator's constructor sets its own without a call). They are recognised by the return
- * address lying inside them: no state is kept, so a C++ exception unwinding through these
- * frames (the default .eh_frame of x86-64 C code lets it) leaves nothing behind.
+ * derive it again), CUDAGeneratorImpl::clone_impl (PyTorch 1.x to 2.2 copy a generator with
+ * `gen->set_current_seed(this->seed_)`: the copy must run the source's stream, even when the
+ * source's seed was restored rather than derived) and createCUDAGenerator (a new generator's
+ * default seed, as the CPU generator's constructor sets its own without a call). They are
+ * recognised by the return address lying inside them: no state is kept, so a C++ exception
+ * unwinding through these frames (the default .eh_frame of x86-64 C code lets it) leaves
+ * nothing behind. The CPU generator's clone_impl and set_state copy the engine without a call.
+ * Any other caller's seed goes to reprod_seed_replace64, which keeps a seed the shim produced:
+ * torch.manual_seed(torch.initial_seed()) keeps the stream of the first seeding.
  * Generator::seed() draws a seed from the OS and passes it here: it is derived like a user's,
  * so torch.manual_seed(torch.seed()) in a later run gives the same stream.
  */
@@ -34,6 +39,7 @@
 #define CUDA_SET_SEED "_ZN2at17CUDAGeneratorImpl16set_current_seedEm"
 #define CUDA_SET_STATE                                                                             \
     "_ZN2at17CUDAGeneratorImpl9set_stateERKN3c1010TensorImplE"  /* set_state(TensorImpl&) */
+#define CUDA_CLONE  "_ZNK2at17CUDAGeneratorImpl10clone_implEv"  /* clone_impl() const */
 #define CUDA_CREATE "_ZN2at4cuda6detail19createCUDAGeneratorEa" /* (DeviceIndex = int8_t) */
 
 /* The methods take `this` first (Itanium C++ ABI); void (GeneratorImpl *, uint64_t). */
@@ -66,6 +72,7 @@ static struct {
     struct code_range range;
 } unchanged_callers[] = {
     {CUDA_SET_STATE, "restoring a saved state (CUDAGeneratorImpl::set_state)", {0, 0}},
+    {CUDA_CLONE, "copying a generator (CUDAGeneratorImpl::clone_impl)", {0, 0}},
     {CUDA_CREATE, "a new generator's default seed (createCUDAGenerator)", {0, 0}},
 };
 static pthread_once_t callers_once = PTHREAD_ONCE_INIT;

@@ -1,5 +1,6 @@
-/* seed.c: seed derivation (the policies of DESIGN.md section 4), its inverse, and the log
- * line of each intercepted seeding call.
+/* seed.c: seed derivation (the policies of DESIGN.md section 4), its inverse, and one
+ * intercepted seeding call: derived, or kept when the shim produced the seed (seed_record.h),
+ * and logged.
  *
  * The mixers. Each is a composition of steps that are bijections of the w-bit integers
  * (w = 64, 48 or 32), so each mixer is a bijection:
@@ -35,6 +36,7 @@
 #include "init.h"
 #include "log.h"
 #include "rank.h"
+#include "seed_record.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -255,11 +257,12 @@ uint64_t reprod_seed_underive48(uint64_t derived, int rank, reprod_seed_policy p
 struct seed_context {
     reprod_seed_policy policy;
     int rank;
+    int rank_assumed;          /* no rank known: rank 0 is used */
     char rank_words[96];       /* "rank 3 from RANK", "rank 0: no rank known yet, 0 assumed" */
     const char *unchanged_why; /* non-NULL: the seed goes through as it is */
 };
 
-static void seed_context_get(const char *api, struct seed_context *context)
+static void seed_context_get(struct seed_context *context)
 {
     reprod_init(); /* a seeding call may come from another library's constructor */
     const struct reprod_config *config = reprod_config();
@@ -267,6 +270,7 @@ static void seed_context_get(const char *api, struct seed_context *context)
     enum reprod_rank_source source = reprod_rank_source(&variable);
     context->policy = config->seed_policy;
     context->rank = source == REPROD_RANK_UNKNOWN ? 0 : reprod_rank();
+    context->rank_assumed = source == REPROD_RANK_UNKNOWN;
     context->unchanged_why = NULL;
     if (config->mode == REPROD_MODE_OFF) {
         context->policy = REPROD_SEED_OFF;
@@ -284,9 +288,6 @@ static void seed_context_get(const char *api, struct seed_context *context)
     default:
         snprintf(context->rank_words, sizeof context->rank_words,
                  "rank 0: no rank known yet, 0 assumed");
-        /* Only rank and shared read the rank: tell later if the guess was wrong. */
-        if (context->policy == REPROD_SEED_RANK || context->policy == REPROD_SEED_SHARED)
-            reprod_rank_note_assumed(api);
         break;
     }
 }
@@ -301,31 +302,65 @@ static void log_call(const char *api, uint64_t seed, uint64_t derived,
                context->unchanged_why ? context->unchanged_why : "");
 }
 
-uint64_t reprod_seed_replace64(const char *api, uint64_t seed)
+static uint64_t derive(enum reprod_seed_width width, uint64_t seed,
+                       const struct seed_context *context)
+{
+    switch (width) {
+    case REPROD_SEED_WIDTH_32:
+        return reprod_seed_derive32((uint32_t)seed, context->rank, context->policy);
+    case REPROD_SEED_WIDTH_48:
+        return reprod_seed_derive48(seed, context->rank, context->policy);
+    default:
+        return reprod_seed_derive(seed, context->rank, context->policy);
+    }
+}
+
+/* The seed the real `api` gets for the caller's `seed` (below 2^width). A seed the shim itself
+ * produced or handed out earlier goes through unchanged: it is already derived (a generator's
+ * initial_seed(), a clone's seed, a saved X), and deriving it again would start another stream.
+ * Any other seed is derived, and the result remembered. Policy off remembers nothing. */
+static uint64_t replace(const char *api, enum reprod_seed_width width, uint64_t seed)
 {
     struct seed_context context;
-    seed_context_get(api, &context);
-    uint64_t derived = reprod_seed_derive(seed, context.rank, context.policy);
-    log_call(api, seed, derived, &context);
-    return derived;
+    seed_context_get(&context);
+    uint64_t result = seed;
+    if (context.policy == REPROD_SEED_OFF) {
+        result = derive(width, seed, &context);
+    } else if (reprod_seed_record_recall(width, seed)) {
+        context.unchanged_why = "the shim produced or handed out this seed earlier";
+    } else {
+        /* Only rank and shared read the rank: tell later if the guess was wrong. */
+        if (context.rank_assumed &&
+            (context.policy == REPROD_SEED_RANK || context.policy == REPROD_SEED_SHARED))
+            reprod_rank_note_assumed(api);
+        result = derive(width, seed, &context);
+        reprod_seed_record_add(width, result);
+    }
+    log_call(api, seed, result, &context);
+    return result;
+}
+
+uint64_t reprod_seed_replace64(const char *api, uint64_t seed)
+{
+    return replace(api, REPROD_SEED_WIDTH_64, seed);
 }
 
 uint32_t reprod_seed_replace32(const char *api, uint32_t seed)
 {
-    struct seed_context context;
-    seed_context_get(api, &context);
-    uint32_t derived = reprod_seed_derive32(seed, context.rank, context.policy);
-    log_call(api, seed, derived, &context);
-    return derived;
+    return (uint32_t)replace(api, REPROD_SEED_WIDTH_32, seed);
 }
 
 uint64_t reprod_seed_replace48(const char *api, uint64_t seed)
 {
-    struct seed_context context;
-    seed_context_get(api, &context);
-    uint64_t derived = reprod_seed_derive48(seed, context.rank, context.policy);
-    log_call(api, seed & MASK48, derived, &context);
-    return derived;
+    return replace(api, REPROD_SEED_WIDTH_48, seed & MASK48);
+}
+
+void reprod_seed_note_handed_out48(uint64_t state)
+{
+    reprod_init();
+    const struct reprod_config *config = reprod_config();
+    if (config->mode == REPROD_MODE_OFF || config->seed_policy == REPROD_SEED_OFF) return;
+    reprod_seed_record_add(REPROD_SEED_WIDTH_48, state & MASK48);
 }
 
 void reprod_seed_note_unchanged(const char *api, uint64_t seed, const char *why)

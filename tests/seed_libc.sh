@@ -3,7 +3,8 @@
 # shim seeded with s prints what a run without it prints when seeded with
 # reprod_seed_derive*(s, rank, policy); the rank comes from each launcher's variable, does not
 # depend on the world size, and is 0 (said in the log) while unknown; unseeded generators and
-# the policy off are untouched; each call is logged at REPROD_VERBOSE=2.
+# the policy off are untouched; each call is logged at REPROD_VERBOSE=2; a state that seed48
+# handed back and the caller passes back restores the generator instead of being derived again.
 . tests/lib.sh
 
 unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID \
@@ -57,6 +58,25 @@ ok "every API is re-seeded under hash; off and REPROD_MODE=off leave them alone"
 [ "$(shimmed "$PROGS/seed_libc" --unseeded)" = "$("$PROGS/seed_libc" --unseeded)" ] ||
     fail "rand/random/drand48 without a seeding call changed under the shim"
 ok "generators that are never seeded are unchanged"
+
+# seed48 hands back the X it replaces (seed48_r leaves it in __old_x): passed back to seed48,
+# seed48_r or lcong48 later, it restores the generator, under every policy, and the log says
+# why it went through unchanged.
+restored=$("$PROGS/seed_libc" --restore $S32 $S48)
+[ "$(echo "$restored" | grep -c ': continues$')" -eq 4 ] ||
+    fail "without the shim, passing seed48's X back does not restore: $restored"
+for policy in hash rank shared; do
+    got=$(RANK=3 REPROD_SEED_POLICY=$policy shimmed "$PROGS/seed_libc" --restore $S32 $S48)
+    [ "$got" = "$restored" ] ||
+        fail "policy $policy: a state seed48 handed back is derived again when passed back:" \
+            "$(diff <(echo "$restored") <(echo "$got"))"
+done
+log=$(REPROD_VERBOSE=2 shimmed "$PROGS/seed_libc" --restore $S32 $S48 2>&1 >/dev/null)
+for api in seed48 seed48_r lcong48; do
+    echo "$log" | grep -qE "^reprod\[0\]: seed: $api ([0-9]+) -> \1 \(policy hash, rank 0: no rank known yet, 0 assumed, unchanged: the shim produced or handed out this seed earlier\)$" ||
+        fail "no log line for $api restoring a state seed48 handed back: $log"
+done
+ok "a state seed48 or seed48_r handed back restores the generator when passed back, logged"
 
 # One log line per call at REPROD_VERBOSE=2: API, seed in, seed out, policy and rank.
 log=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 shimmed "$PROGS/seed_libc" $S32 $S48 2>&1 >/dev/null)

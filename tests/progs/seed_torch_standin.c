@@ -1,6 +1,8 @@
 /* seed_torch_standin: drive the CUDA-generator stand-in (tests/standins/torchcuda.c) as
  * PyTorch's Python layer drives libtorch_cuda.so, and print the generator's seed after each
- * step: creation (default seed), manual_seed(SEED), set_rng_state(STATE_SEED).
+ * step: creation (default seed), manual_seed(SEED), manual_seed(initial_seed()) (seeding again
+ * with the seed the generator reports), clone(), set_rng_state(STATE_SEED), then clone() of
+ * the restored generator.
  *
  *     seed_torch_standin LIBTORCHCUDA SEED STATE_SEED
  */
@@ -25,8 +27,9 @@ int main(int argc, char **argv)
         (void (*)(void *, uint64_t))dlsym(library, "standin_manual_seed");
     void (*set_rng_state)(void *, uint64_t, uint64_t) =
         (void (*)(void *, uint64_t, uint64_t))dlsym(library, "standin_set_rng_state");
+    void *(*clone)(void *) = (void *(*)(void *))dlsym(library, "standin_clone");
     uint64_t (*current_seed)(void *) = (uint64_t(*)(void *))dlsym(library, "standin_current_seed");
-    if (!generator || !manual_seed || !set_rng_state || !current_seed) {
+    if (!generator || !manual_seed || !set_rng_state || !clone || !current_seed) {
         fprintf(stderr, "seed_torch_standin: %s is not the stand-in\n", argv[1]);
         return 2;
     }
@@ -34,7 +37,15 @@ int main(int argc, char **argv)
     printf("created: %" PRIu64 "\n", current_seed(g));
     manual_seed(g, strtoull(argv[2], NULL, 0));
     printf("manual_seed: %" PRIu64 "\n", current_seed(g));
+    manual_seed(g, current_seed(g));
+    printf("manual_seed(initial_seed): %" PRIu64 "\n", current_seed(g));
+    void *copy = clone(g);
+    printf("clone: %" PRIu64 "\n", current_seed(copy));
+    free(copy);
     set_rng_state(g, strtoull(argv[3], NULL, 0), 8);
     printf("set_rng_state: %" PRIu64 "\n", current_seed(g));
+    copy = clone(g);
+    printf("clone after set_rng_state: %" PRIu64 "\n", current_seed(copy));
+    free(copy);
     return 0;
 }

@@ -1,10 +1,13 @@
 /* A stand-in for the part of libtorch_cuda.so that seeds CUDA generators, for tests on
- * machines without CUDA: at::CUDAGeneratorImpl::set_current_seed, ::set_state and
- * at::cuda::detail::createCUDAGenerator under their mangled names, with a vtable slot filled
- * by a relocation against the symbol, as in PyTorch (so an LD_PRELOADed definition takes the
- * slot), and set_state and createCUDAGenerator calling set_current_seed through it as PyTorch
- * 2.x does (aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). The standin_* calls stand for
- * libtorch_python's (torch.cuda.manual_seed, torch.cuda.set_rng_state, ...). */
+ * machines without CUDA: at::CUDAGeneratorImpl::set_current_seed, ::set_state, ::clone_impl
+ * and at::cuda::detail::createCUDAGenerator under their mangled names, with a vtable slot
+ * filled by a relocation against the symbol, as in PyTorch (so an LD_PRELOADed definition takes
+ * the slot), and set_state and createCUDAGenerator calling set_current_seed through it as
+ * PyTorch 2.x does (aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). clone_impl calls it directly
+ * with the source's seed, as PyTorch 1.x to 2.2 do (`gen->set_current_seed(this->seed_)` on a
+ * `new CUDAGeneratorImpl`, which a compiler may devirtualise into a call through the PLT). The
+ * standin_* calls stand for libtorch_python's (torch.cuda.manual_seed, torch.cuda.set_rng_state,
+ * Generator.clone, ...). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +34,12 @@ void cuda_set_state(struct generator *self, const struct tensor_impl *state) __a
     "_ZN2at17CUDAGeneratorImpl9set_stateERKN3c1010TensorImplE");
 struct generator *
 cuda_create(signed char device) __asm__("_ZN2at4cuda6detail19createCUDAGeneratorEa");
+struct generator *cuda_clone_impl(const struct generator *self) __asm__(
+    "_ZNK2at17CUDAGeneratorImpl10clone_implEv"); /* CUDAGeneratorImpl::clone_impl() const */
 struct generator *standin_generator(void);
 void standin_manual_seed(struct generator *self, uint64_t seed);
 void standin_set_rng_state(struct generator *self, uint64_t seed, uint64_t offset);
+struct generator *standin_clone(const struct generator *self);
 uint64_t standin_current_seed(const struct generator *self);
 
 static set_seed_slot cuda_generator_vtable[] = {cuda_set_current_seed};
@@ -64,6 +70,17 @@ struct generator *cuda_create(signed char device)
     return self;
 }
 
+/* A copy of the generator: its seed and offset (set_current_seed resets the offset first). */
+struct generator *cuda_clone_impl(const struct generator *self)
+{
+    struct generator *clone = calloc(1, sizeof *clone);
+    if (!clone) return NULL;
+    clone->vtable = cuda_generator_vtable;
+    cuda_set_current_seed(clone, self->seed); /* gen->set_current_seed(this->seed_) */
+    clone->philox_offset = self->philox_offset;
+    return clone;
+}
+
 /* torch.cuda.default_generators[0]: created, then seeded by the user. */
 struct generator *standin_generator(void)
 {
@@ -88,4 +105,10 @@ void standin_set_rng_state(struct generator *self, uint64_t seed, uint64_t offse
 uint64_t standin_current_seed(const struct generator *self)
 {
     return self->seed;
+}
+
+/* CUDAGeneratorImpl::clone, the public wrapper (the owner frees the copy). */
+struct generator *standin_clone(const struct generator *self)
+{
+    return cuda_clone_impl(self);
 }
