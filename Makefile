@@ -40,13 +40,15 @@ UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MPI_SRC   := $(sort $(wildcard tests/mpi/*.c))
 MPI_BIN   := $(MPI_SRC:tests/mpi/%.c=$(BUILD)/tests/mpi/%)
+MPICH_BIN := $(MPI_SRC:tests/mpi/%.c=$(BUILD)/tests/mpich/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 PROG_SRC  := $(sort $(wildcard tests/progs/*.c))
-PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
+PROG_BIN  := $(filter-out $(BUILD)/tests/progs/failalloc,$(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)) \
+             $(BUILD)/tests/progs/libfailalloc.so
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
-TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(PROG_BIN) $(STANDIN_LIB)
+TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(MPICH_BIN) $(PROG_BIN) $(STANDIN_LIB)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -86,16 +88,26 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Iinclude $(CFLAGS) $< -o $@ -ldl -lpthread -lm
 
+# A preload library that fails the shim's large allocations on one rank (tests/mpi_hostile.sh).
+$(BUILD)/tests/progs/libfailalloc.so: tests/progs/failalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -ldl
+
 # Host-memory stand-ins for libraries a test machine lacks (libnccl, libcurand): used only by
 # tests, loaded RTLD_LOCAL by the test programs as the real frameworks do.
 $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
 
-# Test programs are ordinary MPI programs: they do not know about the shim.
+# Test programs are ordinary MPI programs: they do not know about the shim. Each is built
+# against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
 $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(BASE) -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lm
+	$(MPICC) $(BASE) -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
+
+$(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
 
 $(BUILD)/bench/bench_mpi%: bench/bench_mpi%.c
 	@mkdir -p $(dir $@)

@@ -294,9 +294,11 @@ int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, cons
                        : reduction->action == REPROD_ACTION_ORDERED_ENGINE ? "ordered"
                                                                            : "ordered (MPI op)";
     reprod_log(REPROD_LOG_DEBUG,
-               "%s: %s, %lld elements of %lld bytes over %d ranks, %s, %.1f us, rc %d",
+               "%s: %s, %lld elements of %lld bytes over %d ranks, %s%s%s%s, %.1f us, rc %d",
                reduction->api, what, (long long)elements, (long long)reduction->type_bytes,
-               reduction->ranks, how, (double)elapsed / 1e3, rc);
+               reduction->ranks, how, reduction->route ? " (" : "",
+               reduction->route ? reduction->route : "", reduction->route ? ")" : "",
+               (double)elapsed / 1e3, rc);
     return rc;
 }
 

@@ -103,6 +103,7 @@ static int exchange_chunks(struct mpi_reduction *reduction, const void *source,
     int ranks = reduction->ranks, rank = reduction->rank;
     mpi_count mine = counts[rank];
     void *arrays = NULL;
+    reduction->route = "chunks exchanged";
     *blocks = mpi_scratch(reduction, mine * ranks, raw, mpi_exchange_bytes(ranks), &arrays);
     struct mpi_exchange exchange;
     mpi_exchange_layout(&exchange, ranks, arrays);
@@ -138,6 +139,7 @@ int mpi_allreduce_path(struct mpi_reduction *reduction, const void *source, void
     void *raw = NULL;
     int rc;
     if (mpi_is_small(reduction, count)) {
+        reduction->route = "whole contributions gathered";
         blocks = mpi_scratch(reduction, count * reduction->ranks, &raw, 0, NULL);
         rc = mpi_move_allgather(reduction, source, count, blocks, NULL);
         if (rc == REPROD_MPI_OK)
@@ -170,6 +172,7 @@ int mpi_reduce_path(struct mpi_reduction *reduction, const void *source, void *r
     void *raw = NULL;
     int rc;
     if (mpi_is_small(reduction, count)) {
+        reduction->route = "whole contributions gathered";
         if (is_root) blocks = mpi_scratch(reduction, count * reduction->ranks, &raw, 0, NULL);
         rc = mpi_move_gather(reduction, source, count, blocks, root, NULL);
         if (rc == REPROD_MPI_OK && is_root)

@@ -66,6 +66,7 @@ struct mpi_reduction {
     uint64_t engine_ns;      /* time spent reducing so far */
     int keeps_scratch;       /* its scratch outlives the call (nonblocking): never cached */
     const char *own_block;   /* when set, our block is read here, not from the blocks */
+    const char *route;       /* how the data moved, for the log: "chunks exchanged", ... */
     uint64_t trace_sequence; /* REPROD_TRACE: the call's number, 0 when not tracing */
     int trace_has_input;
     uint64_t trace_input_hash; /* this rank's contribution */

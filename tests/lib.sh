@@ -22,12 +22,12 @@ ok() {
     echo "ok: $*"
 }
 
-# mpirun NP ARGS...: a local job of NP ranks (oversubscribed: CI has 2 cores), bounded in time
+# mpirun NP ARGS...: a local Open MPI job of NP ranks (oversubscribed: CI has 2 cores), bounded in time
 # so that a hang fails the test instead of the suite.
 run_mpi() {
     local np=$1
     shift
-    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun --oversubscribe --bind-to none -np "$np" "$@"
+    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun.openmpi --oversubscribe --bind-to none -np "$np" "$@"
 }
 
 # run_mpi_shim NP ARGS...: the same, with the shim preloaded into every rank.
@@ -35,4 +35,19 @@ run_mpi_shim() {
     local np=$1
     shift
     run_mpi "$np" -x LD_PRELOAD="$SHIM" "$@"
+}
+
+# run_mpich NP ARGS...: a local MPICH job of NP ranks (Hydra; -env NAME VALUE sets a variable in
+# every rank), bounded in time like run_mpi.
+run_mpich() {
+    local np=$1
+    shift
+    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun.mpich -np "$np" "$@"
+}
+
+# run_mpich_shim NP ARGS...: the same, with the shim preloaded into every rank.
+run_mpich_shim() {
+    local np=$1
+    shift
+    run_mpich "$np" -env LD_PRELOAD "${PRELOAD:-$SHIM}" "$@"
 }
