@@ -6,10 +6,10 @@
 #include "config.h"
 
 #include "common.h"
+#include "once.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,8 +227,9 @@ int reprod_config_unknown(char *const environment[], size_t *cursor, char *name,
     return 0;
 }
 
+/* The defaults until load_config is done: what a call that re-enters while it runs gets. */
 static struct reprod_config process_config;
-static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static struct reprod_once config_once = REPROD_ONCE_INIT;
 
 /* Write a whole line to stderr without stdio (the host's stderr buffer is not ours). */
 static void write_stderr_line(const char *text)
@@ -243,8 +244,11 @@ static void write_stderr_line(const char *text)
 
 static void load_config(void)
 {
+    static struct reprod_config loaded;
+    char *const no_environment[] = {NULL};
     char error[PATH_MAX + 128];
-    if (reprod_config_parse(environ, &process_config, error, sizeof error) != 0) {
+    reprod_config_parse(no_environment, &process_config, error, sizeof error);
+    if (reprod_config_parse(environ, &loaded, error, sizeof error) != 0) {
         write_stderr_line(error);
         _exit(2);
     }
@@ -257,10 +261,11 @@ static void load_config(void)
                  nearest);
         write_stderr_line(warning);
     }
+    process_config = loaded;
 }
 
 const struct reprod_config *reprod_config(void)
 {
-    pthread_once(&config_once, load_config);
+    reprod_once(&config_once, load_config);
     return &process_config;
 }

@@ -30,8 +30,9 @@ struct reprod_config {
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
 };
 
-/* The process's settings, parsed on first use (thread-safe). On a bad value it writes one
- * line to stderr and calls _exit(2): it never returns NULL. */
+/* The process's settings, parsed on first use (thread-safe; a call that re-enters while this
+ * thread parses them gets the defaults). On a bad value it writes one line to stderr and calls
+ * _exit(2): it never returns NULL. */
 const struct reprod_config *reprod_config(void);
 
 /* Parse the settings from `environment` (a NULL-terminated "NAME=value" array, like environ)

@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include "config.h"
+#include "guard.h"
 #include "rank.h"
 
 #include <fcntl.h>
@@ -59,8 +60,10 @@ static int log_descriptor(void)
     if (log_fd < 0) {
         char path[PATH_MAX];
         int fd = -1;
+        reprod_guard_enter(); /* the real open: not the shim's hook */
         if (expand_pattern(config->log_pattern, path, sizeof path) == 0)
             fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        reprod_guard_leave();
         /* A log that cannot be opened must not cost the job its messages: fall back. */
         log_fd = fd >= 0 ? fd : STDERR_FILENO;
     }
@@ -82,7 +85,10 @@ void reprod_log(enum reprod_log_level level, const char *format, ...)
     used += more;
     if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
     line[used++] = '\n';
-    ssize_t ignored = write(log_descriptor(), line, (size_t)used);
+    int fd = log_descriptor();
+    reprod_guard_enter();
+    ssize_t ignored = write(fd, line, (size_t)used);
+    reprod_guard_leave();
     (void)ignored;
 }
 
@@ -92,7 +98,9 @@ void reprod_log_reset_after_fork(void)
      * named after the pid is the parent's: the child opens its own on its first line. */
     pthread_mutex_init(&open_lock, NULL);
     if (log_fd > STDERR_FILENO && strstr(reprod_config()->log_pattern, "%p")) {
+        reprod_guard_enter();
         close(log_fd);
+        reprod_guard_leave();
         log_fd = -1;
     }
 }

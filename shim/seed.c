@@ -32,6 +32,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "guard.h"
 #include "init.h"
 #include "log.h"
 #include "rank.h"
@@ -303,6 +304,7 @@ static void log_call(const char *api, uint64_t seed, uint64_t derived,
 
 uint64_t reprod_seed_replace64(const char *api, uint64_t seed)
 {
+    if (reprod_guard_active()) return seed; /* the shim's own call, or one from inside it */
     struct seed_context context;
     seed_context_get(api, &context);
     uint64_t derived = reprod_seed_derive(seed, context.rank, context.policy);
@@ -312,6 +314,7 @@ uint64_t reprod_seed_replace64(const char *api, uint64_t seed)
 
 uint32_t reprod_seed_replace32(const char *api, uint32_t seed)
 {
+    if (reprod_guard_active()) return seed; /* the shim's own call, or one from inside it */
     struct seed_context context;
     seed_context_get(api, &context);
     uint32_t derived = reprod_seed_derive32(seed, context.rank, context.policy);
@@ -321,6 +324,7 @@ uint32_t reprod_seed_replace32(const char *api, uint32_t seed)
 
 uint64_t reprod_seed_replace48(const char *api, uint64_t seed)
 {
+    if (reprod_guard_active()) return seed; /* the shim's own call, or one from inside it */
     struct seed_context context;
     seed_context_get(api, &context);
     uint64_t derived = reprod_seed_derive48(seed, context.rank, context.policy);

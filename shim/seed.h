@@ -13,8 +13,9 @@
 
 /* The seed the real `api` gets for the `seed` the caller passed, under the process's
  * REPROD_SEED_POLICY and rank (rank 0 while none is known; the log line says so). Logs the
- * call at REPROD_VERBOSE=2. REPROD_MODE=off (the shim changes nothing) passes seeds through.
- * Safe before the constructor and from any thread. */
+ * call at REPROD_VERBOSE=2. REPROD_MODE=off (the shim changes nothing) passes seeds through,
+ * and so does a call made inside the shim (guard.h), without a log line. Safe before the
+ * constructor and from any thread. */
 uint64_t reprod_seed_replace64(const char *api, uint64_t seed);
 uint32_t reprod_seed_replace32(const char *api, uint32_t seed);
 uint64_t reprod_seed_replace48(const char *api, uint64_t seed); /* modulo 2^48 */

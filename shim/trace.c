@@ -8,6 +8,7 @@
 #include "trace.h"
 
 #include "config.h"
+#include "guard.h"
 #include "log.h"
 #include "rank.h"
 
@@ -117,6 +118,7 @@ void reprod_trace_write(const struct reprod_trace_record *record)
                           record->count, record->ranks, input, output);
     if (length <= 0 || (size_t)length >= sizeof line) return;
     pthread_mutex_lock(&trace_lock);
+    reprod_guard_enter(); /* the real open, write and close: not the shim's hooks */
     if (trace_fd < 0 && !trace_failed) {
         trace_fd = open_trace();
         trace_failed = trace_fd < 0;
@@ -126,13 +128,18 @@ void reprod_trace_write(const struct reprod_trace_record *record)
         reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
                    strerror(errno));
     }
+    reprod_guard_leave();
     pthread_mutex_unlock(&trace_lock);
 }
 
 void reprod_trace_reset_after_fork(void)
 {
     pthread_mutex_init(&trace_lock, NULL);
-    if (trace_fd >= 0) close(trace_fd);
+    if (trace_fd >= 0) {
+        reprod_guard_enter();
+        close(trace_fd);
+        reprod_guard_leave();
+    }
     trace_fd = -1;
     trace_failed = 0;
     forked_child = 1;
