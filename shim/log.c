@@ -1,20 +1,21 @@
 /* log.c: one line per message, written with a single write(2) so that lines of several
- * threads or ranks sharing a file do not interleave. */
+ * threads or ranks sharing a file do not interleave. The REPROD_LOG file is opened once, on
+ * the first line. */
 #include "log.h"
 
 #include "config.h"
 #include "guard.h"
+#include "once.h"
 #include "rank.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_fd = -1; /* -1: not open yet */
+static struct reprod_once open_once = REPROD_ONCE_INIT;
+static int log_fd = STDERR_FILENO; /* the REPROD_LOG file once open_once has run */
 
 int reprod_log_enabled(enum reprod_log_level level)
 {
@@ -51,25 +52,23 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
     return 0;
 }
 
-/* The descriptor to write to: the REPROD_LOG file, opened on first use, or stderr. */
+/* open_once's initialiser (it runs inside the guard: open is the real one). A log that
+ * cannot be opened must not cost the job its messages: they stay on stderr. */
+static void open_log(void)
+{
+    const char *pattern = reprod_config()->log_pattern;
+    char path[PATH_MAX];
+    if (!pattern[0] || expand_pattern(pattern, path, sizeof path) != 0) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) log_fd = fd;
+}
+
+/* The descriptor to write to: the REPROD_LOG file, opened on first use, or stderr (also for a
+ * line written while this thread is opening it). */
 static int log_descriptor(void)
 {
-    const struct reprod_config *config = reprod_config();
-    if (!config->log_pattern[0]) return STDERR_FILENO;
-    pthread_mutex_lock(&open_lock);
-    if (log_fd < 0) {
-        char path[PATH_MAX];
-        int fd = -1;
-        reprod_guard_enter(); /* the real open: not the shim's hook */
-        if (expand_pattern(config->log_pattern, path, sizeof path) == 0)
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        reprod_guard_leave();
-        /* A log that cannot be opened must not cost the job its messages: fall back. */
-        log_fd = fd >= 0 ? fd : STDERR_FILENO;
-    }
-    int fd = log_fd;
-    pthread_mutex_unlock(&open_lock);
-    return fd;
+    if (!reprod_once(&open_once, open_log)) return STDERR_FILENO;
+    return log_fd;
 }
 
 void reprod_log(enum reprod_log_level level, const char *format, ...)
@@ -94,13 +93,12 @@ void reprod_log(enum reprod_log_level level, const char *format, ...)
 
 void reprod_log_reset_after_fork(void)
 {
-    /* The child may not touch a mutex another thread of the parent held: start afresh. A file
-     * named after the pid is the parent's: the child opens its own on its first line. */
-    pthread_mutex_init(&open_lock, NULL);
+    /* A file named after the pid is the parent's: the child opens its own on its first line. */
     if (log_fd > STDERR_FILENO && strstr(reprod_config()->log_pattern, "%p")) {
         reprod_guard_enter();
         close(log_fd);
         reprod_guard_leave();
-        log_fd = -1;
+        log_fd = STDERR_FILENO;
+        reprod_once_reset(&open_once);
     }
 }

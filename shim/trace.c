@@ -10,21 +10,21 @@
 #include "config.h"
 #include "guard.h"
 #include "log.h"
+#include "once.h"
 #include "rank.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
-static int trace_fd = -1;
-static int trace_failed; /* warned once; tracing stops */
-static int forked_child; /* this process is a fork child: its file names its pid */
+static struct reprod_once open_once = REPROD_ONCE_INIT;
+static int trace_fd = -1;        /* this process's trace once open_once has run; -1: none */
+static _Atomic int write_failed; /* warned once; the trace is incomplete */
+static int forked_child;         /* this process is a fork child: its file names its pid */
 static _Atomic uint64_t sequence;
 
 int reprod_trace_enabled(void)
@@ -73,8 +73,9 @@ static void make_directories(const char *dir)
     mkdir(path, 0755);
 }
 
-/* Open this process's trace file; called under trace_lock. */
-static int open_trace(void)
+/* open_once's initialiser (inside the guard): open this process's trace file into trace_fd;
+ * when it cannot, warn and leave it -1 (no trace). */
+static void open_trace(void)
 {
     const char *dir = reprod_config()->trace_dir;
     char path[PATH_MAX + 64];
@@ -87,16 +88,16 @@ static int open_trace(void)
     if (fd < 0) {
         reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s (%s); no trace", path,
                    strerror(errno));
-        return -1;
+        return;
     }
     char header[128];
     int length = snprintf(header, sizeof header, "# reprod trace 1 rank=%d world=%d pid=%ld\n",
                           reprod_rank(), reprod_world_size(), (long)getpid());
     if (write(fd, header, (size_t)length) != length) {
         close(fd);
-        return -1;
+        return;
     }
-    return fd;
+    trace_fd = fd;
 }
 
 void reprod_trace_write(const struct reprod_trace_record *record)
@@ -117,31 +118,27 @@ void reprod_trace_write(const struct reprod_trace_record *record)
                           (unsigned long long)record->sequence, record->api, record->action, detail,
                           record->count, record->ranks, input, output);
     if (length <= 0 || (size_t)length >= sizeof line) return;
-    pthread_mutex_lock(&trace_lock);
-    reprod_guard_enter(); /* the real open, write and close: not the shim's hooks */
-    if (trace_fd < 0 && !trace_failed) {
-        trace_fd = open_trace();
-        trace_failed = trace_fd < 0;
-    }
-    if (trace_fd >= 0 && write(trace_fd, line, (size_t)length) != length && !trace_failed) {
-        trace_failed = 1;
-        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
-                   strerror(errno));
-    }
+    /* A line written while this thread opens the trace (a warning that re-enters) is dropped. */
+    if (!reprod_once(&open_once, open_trace) || trace_fd < 0) return;
+    reprod_guard_enter();
+    ssize_t written = write(trace_fd, line, (size_t)length);
+    int write_errno = errno;
     reprod_guard_leave();
-    pthread_mutex_unlock(&trace_lock);
+    if (written != length && !atomic_exchange(&write_failed, 1))
+        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
+                   written < 0 ? strerror(write_errno) : "short write");
 }
 
 void reprod_trace_reset_after_fork(void)
 {
-    pthread_mutex_init(&trace_lock, NULL);
     if (trace_fd >= 0) {
         reprod_guard_enter();
         close(trace_fd);
         reprod_guard_leave();
     }
     trace_fd = -1;
-    trace_failed = 0;
+    atomic_store(&write_failed, 0);
     forked_child = 1;
     atomic_store(&sequence, 0);
+    reprod_once_reset(&open_once);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shim never hangs its host: a hooked call that re-enters the shim while it initialises
-# (the host's getenv, which the shim calls, calling srand, getrandom and open) returns, and
-# passes straight to the real function. A hang shows as a timeout.
+# (the host's getenv, which the shim calls, calling srand, getrandom and open) returns; fork
+# children of a process whose threads are resolving symbols (walking the loaded objects) can
+# resolve too. A hang shows as a timeout.
 . tests/lib.sh
 
 PROBE=$BUILD/tests/progs/lifecycle_probe
@@ -24,3 +25,13 @@ for entropy in "" 7; do
     rm -f "$dir/log"
 done
 ok "hooked calls that re-enter the shim's initialisation return, unchanged; main runs"
+
+# Fork while other threads walk the loaded objects; every child walks too. Three runs: each
+# fork has a good chance to land inside a walk.
+for run in 1 2 3; do
+    out=$(timeout -k 2 60 env LD_PRELOAD="$SHIM" "$PROBE" fork 2>&1)
+    status=$?
+    [ "$status" -ne 124 ] && [ "$status" -ne 137 ] || fail "a fork child hangs resolving a symbol (run $run)"
+    [ "$status" -eq 0 ] || fail "fork under resolving threads, run $run: status $status: $out"
+done
+ok "fork children of resolving threads resolve and exit: $out"

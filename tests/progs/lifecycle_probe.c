@@ -6,14 +6,23 @@
  *                               /dev/urandom) in main; with LIFECYCLE_REENTER=1, this
  *                               program's getenv, which the shim calls while it initialises,
  *                               makes them too: they re-enter the shim's initialisation
+ *     lifecycle_probe fork      threads resolve a symbol no library defines, over and over
+ *                               (each call walks the loaded objects); meanwhile the main thread
+ *                               forks children that resolve it too
  */
 #include <fcntl.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#define WALKING_THREADS 3
+#define FORKS           60
 
 extern char **environ;
 
@@ -55,6 +64,53 @@ char *getenv(const char *name)
     return lookup(name);
 }
 
+typedef int (*curand_seed_fn)(void *generator, unsigned long long seed);
+
+/* The shim's cuRAND hook: no libcurand is loaded, so each call walks the loaded objects for
+ * the real function and finds none. */
+static curand_seed_fn curand_hook;
+
+static _Atomic int stop_walking;
+
+static void *walk_forever(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&stop_walking))
+        curand_hook(NULL, 1);
+    return NULL;
+}
+
+/* Fork while other threads resolve; every child resolves too and must exit. */
+static int probe_fork(void)
+{
+    curand_hook = (curand_seed_fn)dlsym(RTLD_DEFAULT, "curandSetPseudoRandomGeneratorSeed");
+    if (!curand_hook) {
+        fprintf(stderr, "lifecycle_probe: the shim is not preloaded\n");
+        return 1;
+    }
+    pthread_t threads[WALKING_THREADS];
+    for (int i = 0; i < WALKING_THREADS; i++)
+        pthread_create(&threads[i], NULL, walk_forever, NULL);
+    int children = 0;
+    for (int i = 0; i < FORKS; i++) {
+        pid_t child = fork();
+        if (child == 0) {
+            curand_hook(NULL, 2);
+            call_hooked_functions();
+            _exit(0);
+        }
+        int status = 0;
+        if (child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0)
+            children++;
+    }
+    atomic_store(&stop_walking, 1);
+    for (int i = 0; i < WALKING_THREADS; i++)
+        pthread_join(threads[i], NULL);
+    printf("fork: %d of %d children exited\n", children, FORKS);
+    return children == FORKS ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     atomic_store(&main_started, 1);
@@ -63,6 +119,7 @@ int main(int argc, char **argv)
         printf("calls: main ran\n");
         return 0;
     }
-    fprintf(stderr, "usage: lifecycle_probe calls\n");
+    if (argc == 2 && strcmp(argv[1], "fork") == 0) return probe_fork();
+    fprintf(stderr, "usage: lifecycle_probe calls|fork\n");
     return 2;
 }
