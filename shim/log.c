@@ -1,6 +1,6 @@
 /* log.c: one line per message, written with a single write(2) so that lines of several
  * threads or ranks sharing a file do not interleave. The REPROD_LOG file is opened once, on
- * the first line. */
+ * the first line, without following a symbolic link and without truncating it. */
 #include "log.h"
 
 #include "config.h"
@@ -52,14 +52,16 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
     return 0;
 }
 
-/* open_once's initialiser (it runs inside the guard: open is the real one). A log that
- * cannot be opened must not cost the job its messages: they stay on stderr. */
+/* open_once's initialiser (it runs inside the guard: open is the real one). The log is
+ * appended to, never truncated, and never opened through a symbolic link (one planted where
+ * it goes would make the job write to any file its user can). A log that cannot be opened
+ * must not cost the job its messages: they stay on stderr. */
 static void open_log(void)
 {
     const char *pattern = reprod_config()->log_pattern;
     char path[PATH_MAX];
     if (!pattern[0] || expand_pattern(pattern, path, sizeof path) != 0) return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) log_fd = fd;
 }
 

@@ -73,21 +73,60 @@ static void make_directories(const char *dir)
     mkdir(path, 0755);
 }
 
-/* open_once's initialiser (inside the guard): open this process's trace file into trace_fd;
- * when it cannot, warn and leave it -1 (no trace). */
+/* The trace directory, opened without following a symbolic link, or -1 after a warning. It
+ * must be this user's and not writable by others: a directory another user can write to is
+ * one where they could have prepared the trace's name. Checked on the open descriptor (fstat)
+ * and used through it (openat): the directory cannot be swapped in between. */
+static int open_trace_directory(const char *dir)
+{
+    make_directories(dir);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0) {
+        int open_errno = errno;
+        struct stat link;
+        int is_link = lstat(dir, &link) == 0 && S_ISLNK(link.st_mode);
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: cannot open the directory %s (%s); no trace", dir,
+                   is_link ? "it is a symbolic link" : strerror(open_errno));
+        return -1;
+    }
+    struct stat status;
+    if (fstat(dir_fd, &status) != 0 || status.st_uid != geteuid() || (status.st_mode & S_IWOTH)) {
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: the directory %s is not yours or is writable by "
+                   "others; no trace (use a directory of your own)",
+                   dir);
+        close(dir_fd);
+        return -1;
+    }
+    return dir_fd;
+}
+
+/* open_once's initialiser (inside the guard): create this process's trace file, which must
+ * not exist yet: an existing trace is never overwritten, nor anything a link points to. */
 static void open_trace(void)
 {
     const char *dir = reprod_config()->trace_dir;
-    char path[PATH_MAX + 64];
+    char name[64];
     if (forked_child)
-        snprintf(path, sizeof path, "%s/rank%d.pid%ld.trace", dir, reprod_rank(), (long)getpid());
+        snprintf(name, sizeof name, "rank%d.pid%ld.trace", reprod_rank(), (long)getpid());
     else
-        snprintf(path, sizeof path, "%s/rank%d.trace", dir, reprod_rank());
-    make_directories(dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        snprintf(name, sizeof name, "rank%d.trace", reprod_rank());
+    int dir_fd = open_trace_directory(dir);
+    if (dir_fd < 0) return;
+    int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int open_errno = errno;
+    close(dir_fd);
+    if (fd < 0 && open_errno == EEXIST) {
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: %s/%s exists and traces are never overwritten: remove "
+                   "it or use a new directory; no trace",
+                   dir, name);
+        return;
+    }
     if (fd < 0) {
-        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s (%s); no trace", path,
-                   strerror(errno));
+        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s/%s (%s); no trace",
+                   dir, name, strerror(open_errno));
         return;
     }
     char header[128];

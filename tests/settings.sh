@@ -55,3 +55,21 @@ files=$(ls "$dir" | grep -c "^log\.$(hostname)\.[01]\.[0-9]*$")
 grep -q "summary:" "$dir"/log.* || fail "the log files have no summary line"
 ! grep -q "summary:" "$dir/stderr" || fail "the summary went to stderr despite REPROD_LOG"
 ok "REPROD_LOG expands %h %r %p, one file per rank"
+
+# The log is never opened through a symbolic link (its target is not written; the messages
+# stay on stderr), and an existing log is appended to, never truncated.
+PROBE=$BUILD/tests/progs/lifecycle_probe
+logged() { # logged LOG: a seeding call logged at REPROD_VERBOSE=2 to LOG; stderr in $dir/err
+    timeout -k 2 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$SHIM" "$PROBE" calls \
+        >/dev/null 2>"$dir/err"
+}
+echo "not a log" >"$dir/victim"
+ln -s "$dir/victim" "$dir/link"
+logged "$dir/link" || fail "REPROD_LOG on a symbolic link failed: $(cat "$dir/err")"
+[ "$(cat "$dir/victim")" = "not a log" ] || fail "the symbolic link's target was written: $(cat "$dir/victim")"
+grep -q "seed: srand 7" "$dir/err" || fail "REPROD_LOG on a symbolic link: messages lost: $(cat "$dir/err")"
+echo "an earlier line" >"$dir/existing"
+logged "$dir/existing" || fail "REPROD_LOG on an existing file failed: $(cat "$dir/err")"
+[ "$(head -1 "$dir/existing")" = "an earlier line" ] && grep -q "seed: srand 7" "$dir/existing" ||
+    fail "an existing log was not appended to: $(cat "$dir/existing")"
+ok "REPROD_LOG is not opened through a symbolic link; an existing log is appended to"
