@@ -8,7 +8,6 @@
 #include "common.h"
 #include "once.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,11 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/* Unknown names within this many edits of a known one get "did you mean" (REPROD_MOD). */
+#define MAX_SUGGESTION_DISTANCE 3
+/* The longest known name the edit distance handles (the known names are far shorter). */
+#define MAX_KNOWN_NAME_LENGTH 63
 
 /* A variable whose value is one word of a fixed set. */
 struct word_setting {
@@ -90,18 +94,22 @@ static int parse_word(char *const environment[], const struct word_setting *sett
     return -1;
 }
 
-/* Parse REPROD_ENTROPY: an unsigned 64-bit integer, decimal or 0x hexadecimal. */
+/* Parse REPROD_ENTROPY: an unsigned 64-bit integer, decimal or 0x hexadecimal, and nothing
+ * else (strtoull alone would take a sign, blanks and octal). */
 static int parse_entropy(char *const environment[], struct reprod_config *config, char *error,
                          size_t error_bytes)
 {
     const char *text = lookup(environment, "REPROD_ENTROPY");
     if (!text) return 0;
-    char *end = NULL;
+    int hexadecimal = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    const char *digits = hexadecimal ? text + 2 : text;
+    size_t count = strspn(digits, hexadecimal ? "0123456789abcdefABCDEF" : "0123456789");
     errno = 0;
-    unsigned long long value = strtoull(text, &end, 0);
-    if (errno || end == text || *end || text[0] == '-' || isspace((unsigned char)text[0])) {
+    unsigned long long value = count ? strtoull(digits, NULL, hexadecimal ? 16 : 10) : 0;
+    if (count == 0 || digits[count] != '\0' || errno) {
         snprintf(error, error_bytes,
-                 "REPROD_ENTROPY=%s is not valid; allowed values: an unsigned 64-bit integer",
+                 "REPROD_ENTROPY=%s is not valid; allowed values: an unsigned 64-bit integer, "
+                 "decimal or 0x hexadecimal",
                  text);
         return -1;
     }
@@ -175,18 +183,18 @@ int reprod_config_parse(char *const environment[], struct reprod_config *config,
     return 0;
 }
 
-/* Levenshtein distance between two short strings (names of at most 63 characters). */
-static size_t edit_distance(const char *a, const char *b)
+/* Levenshtein distance between a[0 .. a_length) and the known name `b`; any length of a. */
+static size_t edit_distance(const char *a, size_t a_length, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return (size_t)-1;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++)
+    size_t b_length = strlen(b);
+    if (b_length > MAX_KNOWN_NAME_LENGTH) return (size_t)-1;
+    size_t row[MAX_KNOWN_NAME_LENGTH + 1]; /* distances from a[0 .. i) to each prefix of b */
+    for (size_t j = 0; j <= b_length; j++)
         row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
+    for (size_t i = 1; i <= a_length; i++) {
         size_t diagonal = row[0];
         row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
+        for (size_t j = 1; j <= b_length; j++) {
             size_t above = row[j];
             size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
             size_t best = diagonal + cost;
@@ -196,7 +204,30 @@ static size_t edit_distance(const char *a, const char *b)
             diagonal = above;
         }
     }
-    return row[lb];
+    return row[b_length];
+}
+
+/* The known name nearest to entry[0 .. length), or NULL when none is within reach. */
+static const char *nearest_known(const char *entry, size_t length)
+{
+    const char *nearest = NULL;
+    size_t best = MAX_SUGGESTION_DISTANCE + 1;
+    for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++) {
+        size_t distance = edit_distance(entry, length, known_variables[k]);
+        if (distance < best) {
+            best = distance;
+            nearest = known_variables[k];
+        }
+    }
+    return nearest;
+}
+
+static int is_known(const char *entry, size_t length)
+{
+    for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++)
+        if (strlen(known_variables[k]) == length && strncmp(entry, known_variables[k], length) == 0)
+            return 1;
+    return 0;
 }
 
 int reprod_config_unknown(char *const environment[], size_t *cursor, char *name, size_t name_bytes,
@@ -206,21 +237,9 @@ int reprod_config_unknown(char *const environment[], size_t *cursor, char *name,
         const char *entry = environment[*cursor];
         if (strncmp(entry, "REPROD_", 7) != 0) continue;
         size_t length = strcspn(entry, "=");
-        int known = 0;
-        for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++)
-            if (strlen(known_variables[k]) == length &&
-                strncmp(entry, known_variables[k], length) == 0)
-                known = 1;
-        if (known) continue;
+        if (is_known(entry, length)) continue;
         snprintf(name, name_bytes, "%.*s", (int)length, entry);
-        size_t best = (size_t)-1;
-        for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++) {
-            size_t distance = edit_distance(name, known_variables[k]);
-            if (distance < best) {
-                best = distance;
-                *nearest = known_variables[k];
-            }
-        }
+        *nearest = nearest_known(entry, length);
         (*cursor)++;
         return 1;
     }
@@ -231,7 +250,8 @@ int reprod_config_unknown(char *const environment[], size_t *cursor, char *name,
 static struct reprod_config process_config;
 static struct reprod_once config_once = REPROD_ONCE_INIT;
 
-/* Write a whole line to stderr without stdio (the host's stderr buffer is not ours). */
+/* Write "reprod: <text>" and a newline to stderr in one write, without stdio (the host's
+ * stderr buffer is not ours). */
 static void write_stderr_line(const char *text)
 {
     char line[PATH_MAX + 256];
@@ -240,6 +260,37 @@ static void write_stderr_line(const char *text)
     if ((size_t)length >= sizeof line) length = sizeof line - 1;
     ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
     (void)ignored;
+}
+
+/* Append `item` to the list in text[0 .. text_bytes), which holds `used` bytes, after ", "
+ * unless it is the first. Returns the new length (at most text_bytes: cut). */
+static size_t append_listed(char *text, size_t text_bytes, size_t used, const char *item)
+{
+    if (used >= text_bytes) return used;
+    int length = snprintf(text + used, text_bytes - used, "%s%s", used ? ", " : "", item);
+    return length < 0 ? used : used + (size_t)length;
+}
+
+void reprod_config_warn_unknown(char *const environment[])
+{
+    char known[256] = "";
+    size_t used = 0;
+    for (size_t k = 0; k < REPROD_ARRAY_LENGTH(known_variables); k++)
+        used = append_listed(known, sizeof known, used, known_variables[k]);
+    size_t cursor = 0;
+    char name[128];
+    const char *nearest = NULL;
+    while (reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest)) {
+        char warning[512];
+        if (nearest)
+            snprintf(warning, sizeof warning, "warning: unknown variable %s; did you mean %s?",
+                     name, nearest);
+        else
+            snprintf(warning, sizeof warning,
+                     "warning: unknown variable %s; no known name is close (known: %s)", name,
+                     known);
+        write_stderr_line(warning);
+    }
 }
 
 static void load_config(void)
@@ -252,15 +303,7 @@ static void load_config(void)
         write_stderr_line(error);
         _exit(2);
     }
-    size_t cursor = 0;
-    char name[128];
-    const char *nearest = NULL;
-    while (reprod_config_unknown(environ, &cursor, name, sizeof name, &nearest)) {
-        char warning[256];
-        snprintf(warning, sizeof warning, "warning: unknown variable %s; did you mean %s?", name,
-                 nearest);
-        write_stderr_line(warning);
-    }
+    reprod_config_warn_unknown(environ);
     process_config = loaded;
 }
 

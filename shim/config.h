@@ -42,10 +42,14 @@ int reprod_config_parse(char *const environment[], struct reprod_config *config,
                         size_t error_bytes);
 
 /* For the first unknown REPROD_* variable from index *cursor of `environment` on, write its
- * name and the nearest known name into the buffers and return 1 (advancing *cursor past it);
- * return 0 when there is none left. */
+ * name into name[0 .. name_bytes) (cut if longer), set *nearest to the known name nearest to it
+ * or to NULL when none is close, and return 1 (advancing *cursor past it); return 0 when there
+ * is none left. */
 int reprod_config_unknown(char *const environment[], size_t *cursor, char *name, size_t name_bytes,
                           const char **nearest);
+
+/* Write one warning line on stderr for each unknown REPROD_* variable of `environment`. */
+void reprod_config_warn_unknown(char *const environment[]);
 
 /* Names for messages. */
 const char *reprod_mode_name(enum reprod_mode mode);

@@ -36,11 +36,7 @@ static int settings(void)
         fprintf(stderr, "reprod: %s\n", error);
         return 2;
     }
-    size_t cursor = 0;
-    char name[128];
-    const char *nearest = NULL;
-    while (reprod_config_unknown(environ, &cursor, name, sizeof name, &nearest))
-        fprintf(stderr, "reprod: warning: unknown variable %s; did you mean %s?\n", name, nearest);
+    reprod_config_warn_unknown(environ);
     printf("REPROD_MODE=%s\n", reprod_mode_name(config.mode));
     printf("REPROD_ROUNDING=%s\n", reprod_rounding_name(config.rounding));
     printf("REPROD_STRICT=%d\n", config.strict);
