@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -159,8 +160,9 @@ static int parse_trace(char *const environment[], struct reprod_config *config, 
     return 0;
 }
 
-int reprod_config_parse(char *const environment[], struct reprod_config *config, char *error,
-                        size_t error_bytes)
+/* reprod_config_parse, leaving out the settings that name a file when `skip_files`. */
+static int parse_settings(char *const environment[], int skip_files, struct reprod_config *config,
+                          char *error, size_t error_bytes)
 {
     memset(config, 0, sizeof *config);
     config->mode = REPROD_MODE_EXACT;
@@ -174,13 +176,19 @@ int reprod_config_parse(char *const environment[], struct reprod_config *config,
         parse_word(environment, &seed_setting, &policy, error, error_bytes) ||
         parse_word(environment, &verbose_setting, &config->verbose, error, error_bytes) ||
         parse_entropy(environment, config, error, error_bytes) ||
-        parse_log(environment, config, error, error_bytes) ||
-        parse_trace(environment, config, error, error_bytes))
+        (!skip_files && parse_log(environment, config, error, error_bytes)) ||
+        (!skip_files && parse_trace(environment, config, error, error_bytes)))
         return -1;
     config->mode = (enum reprod_mode)mode;
     config->rounding = (reprod_rounding)rounding;
     config->seed_policy = (reprod_seed_policy)policy;
     return 0;
+}
+
+int reprod_config_parse(char *const environment[], struct reprod_config *config, char *error,
+                        size_t error_bytes)
+{
+    return parse_settings(environment, 0, config, error, error_bytes);
 }
 
 /* Levenshtein distance between a[0 .. a_length) and the known name `b`; any length of a. */
@@ -293,16 +301,36 @@ void reprod_config_warn_unknown(char *const environment[])
     }
 }
 
+/* In a secure-execution process: one line for each setting naming a file that is set, which
+ * the parse then leaves out. A setuid program must not write where its caller says. */
+static void say_file_settings_ignored(char *const environment[])
+{
+    static const struct {
+        const char *name, *default_value;
+    } file_settings[] = {{"REPROD_LOG", "stderr"}, {"REPROD_TRACE", "no trace"}};
+    for (size_t i = 0; i < REPROD_ARRAY_LENGTH(file_settings); i++) {
+        if (!lookup(environment, file_settings[i].name)) continue;
+        char line[256];
+        snprintf(line, sizeof line,
+                 "%s ignored: this is a setuid or secure-execution process, where no setting "
+                 "may name a file; the default applies: %s",
+                 file_settings[i].name, file_settings[i].default_value);
+        write_stderr_line(line);
+    }
+}
+
 static void load_config(void)
 {
     static struct reprod_config loaded;
     char *const no_environment[] = {NULL};
     char error[PATH_MAX + 128];
     reprod_config_parse(no_environment, &process_config, error, sizeof error);
-    if (reprod_config_parse(environ, &loaded, error, sizeof error) != 0) {
+    int secure = getauxval(AT_SECURE) != 0;
+    if (parse_settings(environ, secure, &loaded, error, sizeof error) != 0) {
         write_stderr_line(error);
         _exit(2);
     }
+    if (secure) say_file_settings_ignored(environ);
     reprod_config_warn_unknown(environ);
     process_config = loaded;
 }

@@ -32,7 +32,8 @@ struct reprod_config {
 
 /* The process's settings, parsed on first use (thread-safe; a call that re-enters while this
  * thread parses them gets the defaults). On a bad value it writes one line to stderr and calls
- * _exit(2): it never returns NULL. */
+ * _exit(2): it never returns NULL. In a secure-execution process (AT_SECURE: setuid, setgid,
+ * capabilities) every setting that names a file is ignored, with one line on stderr each. */
 const struct reprod_config *reprod_config(void);
 
 /* Parse the settings from `environment` (a NULL-terminated "NAME=value" array, like environ)

@@ -1,6 +1,6 @@
 /* lifecycle_probe: a host that is hard on the shim's initialisation and fork handling
- * (tests/lifecycle.sh). Run it with the shim preloaded and under timeout: a hang is the
- * failure.
+ * (tests/lifecycle.sh), and one that loads it in a setuid process (tests/secure_execution.sh).
+ * Run the first two with the shim preloaded and under timeout: a hang is the failure.
  *
  *     lifecycle_probe calls     make hooked calls (srand, getrandom, open and read
  *                               /dev/urandom) in main; with LIFECYCLE_REENTER=1, this
@@ -9,6 +9,9 @@
  *     lifecycle_probe fork      threads resolve a symbol no library defines, over and over
  *                               (each call walks the loaded objects); meanwhile the main thread
  *                               forks children that resolve it too
+ *     lifecycle_probe dlopen SHIM
+ *                               print "secure: <AT_SECURE>", load SHIM with dlopen (LD_PRELOAD
+ *                               is ignored in a setuid process) and call its srand
  */
 #include <fcntl.h>
 #include <dlfcn.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +115,22 @@ static int probe_fork(void)
     return children == FORKS ? 0 : 1;
 }
 
+/* Load the shim like a setuid program that links it would, and make a seeding call. */
+static int probe_dlopen(const char *shim)
+{
+    printf("secure: %lu\n", getauxval(AT_SECURE));
+    fflush(stdout);
+    void *handle = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
+    void (*shim_srand)(unsigned int) =
+        handle ? (void (*)(unsigned int))dlsym(handle, "srand") : NULL;
+    if (!shim_srand) {
+        fprintf(stderr, "lifecycle_probe: cannot load %s: %s\n", shim, dlerror());
+        return 1;
+    }
+    shim_srand(7);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     atomic_store(&main_started, 1);
@@ -120,6 +140,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "fork") == 0) return probe_fork();
-    fprintf(stderr, "usage: lifecycle_probe calls|fork\n");
+    if (argc == 3 && strcmp(argv[1], "dlopen") == 0) return probe_dlopen(argv[2]);
+    fprintf(stderr, "usage: lifecycle_probe calls|fork|dlopen SHIM\n");
     return 2;
 }
