@@ -30,6 +30,36 @@ struct reprod_config {
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
 };
 
+/* One setting of DESIGN.md section 4, defined once: the parser, the unknown-variable check and
+ * `reprod settings` all read this table. A word setting stores the index of its word in an
+ * int-sized field; the others have their own parse and show functions. */
+struct reprod_setting {
+    const char *name;          /* "REPROD_MODE" */
+    const char *const *words;  /* a word setting: its words, NULL-terminated; index = value */
+    size_t word_field;         /* a word setting: offsetof its field in struct reprod_config */
+    const char *allowed;       /* the other settings: their allowed values, in words */
+    const char *default_value; /* what applies when it is unset or empty */
+    const char *help;          /* what it does, one line */
+    int names_file;            /* names a file or directory: ignored under secure execution */
+    /* The other settings: store the non-empty `text` into *config, or write why not (one
+     * line) into error and return -1. */
+    int (*parse)(const struct reprod_setting *setting, const char *text,
+                 struct reprod_config *config, char *error, size_t error_bytes);
+    /* The other settings: the value in *config as text in `text`, or NULL when unset. */
+    const char *(*show)(const struct reprod_config *config, char *text, size_t text_bytes);
+};
+
+extern const struct reprod_setting reprod_settings[];
+extern const size_t reprod_setting_count;
+
+/* The allowed values of `setting` as one line ("exact, ordered, off"), in text[0 .. bytes). */
+void reprod_setting_allowed(const struct reprod_setting *setting, char *text, size_t text_bytes);
+
+/* The value of `setting` in `config` as one line: its word, its value, or "(<default>)" when
+ * unset. Returns `text`. */
+const char *reprod_setting_show(const struct reprod_setting *setting,
+                                const struct reprod_config *config, char *text, size_t text_bytes);
+
 /* The process's settings, parsed on first use (thread-safe; a call that re-enters while this
  * thread parses them gets the defaults). On a bad value it writes one line to stderr and calls
  * _exit(2): it never returns NULL. In a secure-execution process (AT_SECURE: setuid, setgid,

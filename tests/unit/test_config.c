@@ -124,6 +124,31 @@ Test(config, entropy_is_decimal_or_hexadecimal_never_octal)
     }
 }
 
+/* Each setting of the table shows the value it parsed, and its default when unset. */
+Test(config, every_setting_shows_what_it_parsed)
+{
+    char *environment[] = {"REPROD_MODE=Ordered",     "REPROD_ROUNDING=up",  "REPROD_STRICT=1",
+                           "REPROD_SEED_POLICY=rank", "REPROD_ENTROPY=0x10", "REPROD_LOG=/tmp/l.%p",
+                           "REPROD_VERBOSE=2",        "REPROD_TRACE=/tmp/t", NULL};
+    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t"};
+    struct reprod_config config, defaults;
+    char error[512], text[PATH_MAX + 16];
+    char *nothing[] = {NULL};
+    cr_assert_eq(parse(environment, &config, error), 0, "%s", error);
+    cr_assert_eq(parse(nothing, &defaults, error), 0, "%s", error);
+    cr_assert_eq(reprod_setting_count, sizeof shown / sizeof shown[0]);
+    for (size_t i = 0; i < reprod_setting_count; i++) {
+        const struct reprod_setting *setting = &reprod_settings[i];
+        cr_expect(strncmp(environment[i], setting->name, strlen(setting->name)) == 0,
+                  "the table's setting %zu is %s", i, setting->name);
+        cr_expect_str_eq(reprod_setting_show(setting, &config, text, sizeof text), shown[i]);
+        const char *fallback = reprod_setting_show(setting, &defaults, text, sizeof text);
+        cr_expect(strstr(fallback, setting->default_value), "%s unset shows '%s', not its default",
+                  setting->name, fallback);
+        cr_expect(setting->help && setting->help[0], "%s has no help", setting->name);
+    }
+}
+
 Test(config, unknown_variables_are_reported_with_the_nearest_known_name)
 {
     char *environment[] = {"REPROD_MOD=exact",       "PATH=/bin",
