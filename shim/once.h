@@ -27,6 +27,7 @@ struct reprod_once {
         REPROD_ONCE_NOT_STARTED, NULL                                                              \
     }
 
+/* reprod_once's path when the initialiser has not finished: claim, wait or re-enter. */
 int reprod_once_slow(struct reprod_once *once, void (*initialise)(void));
 
 /* Run initialise() once per process. Returns 1 when it has run (now or before); 0 when the
