@@ -83,6 +83,19 @@ static const char *show_entropy(const struct reprod_config *config, char *text, 
     return text;
 }
 
+/* Copy the path `text` of `setting` into field[0 .. usable_bytes), or say it is too long. */
+static int store_path(const struct reprod_setting *setting, const char *text, char *field,
+                      size_t usable_bytes, char *error, size_t error_bytes)
+{
+    if (strlen(text) >= usable_bytes) {
+        snprintf(error, error_bytes, "%s is longer than %zu bytes", setting->name,
+                 usable_bytes - 1);
+        return -1;
+    }
+    strcpy(field, text);
+    return 0;
+}
+
 /* REPROD_LOG: a file pattern whose % escapes are %h, %p, %r or %%. */
 static int parse_log(const struct reprod_setting *setting, const char *text,
                      struct reprod_config *config, char *error, size_t error_bytes)
@@ -93,13 +106,8 @@ static int parse_log(const struct reprod_setting *setting, const char *text,
         if (*p != 'h' && *p != 'p' && *p != 'r' && *p != '%')
             return refuse(setting, text, error, error_bytes);
     }
-    if (strlen(text) >= sizeof config->log_pattern) {
-        snprintf(error, error_bytes, "REPROD_LOG is longer than %zu bytes",
-                 sizeof config->log_pattern - 1);
-        return -1;
-    }
-    strcpy(config->log_pattern, text);
-    return 0;
+    return store_path(setting, text, config->log_pattern, sizeof config->log_pattern, error,
+                      error_bytes);
 }
 
 static const char *show_log(const struct reprod_config *config, char *text, size_t text_bytes)
@@ -112,14 +120,8 @@ static const char *show_log(const struct reprod_config *config, char *text, size
 static int parse_trace(const struct reprod_setting *setting, const char *text,
                        struct reprod_config *config, char *error, size_t error_bytes)
 {
-    (void)setting;
-    if (strlen(text) >= sizeof config->trace_dir - 32) {
-        snprintf(error, error_bytes, "REPROD_TRACE is longer than %zu bytes",
-                 sizeof config->trace_dir - 33);
-        return -1;
-    }
-    strcpy(config->trace_dir, text);
-    return 0;
+    return store_path(setting, text, config->trace_dir, sizeof config->trace_dir - 32, error,
+                      error_bytes);
 }
 
 static const char *show_trace(const struct reprod_config *config, char *text, size_t text_bytes)
