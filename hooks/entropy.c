@@ -7,11 +7,15 @@
  * EAGAIN), partial reads and blocking thus stay those of the kernel. Without REPROD_ENTROPY
  * the open hooks compare a path and the read hooks test one global counter: nothing else.
  *
+ * The shim's own calls (its log and trace files, its initialisation: guard.h) pass straight
+ * to the real functions and are never tracked or served.
+ *
  * A FILE opened by fopen on a device is a fopencookie stream whose reads come from the stream;
  * its _fileno is the real descriptor (tracked), so fileno() works and code that reads that
  * descriptor directly (libstdc++'s filebuf, std::random_device's "/dev/urandom") is served too.
  */
 #include "entropy.h"
+#include "guard.h"
 #include "real.h"
 
 #include <errno.h>
@@ -63,6 +67,19 @@ __attribute__((constructor)) static void resolve_real_functions(void)
         reprod_real(&real_slots[i], real_names[i]);
 }
 
+/* 1 when REPROD_ENTROPY applies to this call: a call of the shim's own passes straight. */
+static int pinning(void)
+{
+    return !reprod_guard_active() && reprod_entropy_active();
+}
+
+/* 1 when a descriptor may be tracked and this call is not the shim's own: the read hooks' one
+ * test on their hot path. */
+static int watching_descriptors(void)
+{
+    return REPROD_UNLIKELY(reprod_entropy_any_tracked()) && !reprod_guard_active();
+}
+
 /* ---- getrandom, getentropy, arc4random ---- */
 
 REPROD_EXPORT ssize_t getrandom(void *buffer, size_t bytes, unsigned int flags)
@@ -70,7 +87,7 @@ REPROD_EXPORT ssize_t getrandom(void *buffer, size_t bytes, unsigned int flags)
     __typeof__(&getrandom) real = REAL(getrandom);
     if (!real) return errno = ENOSYS, -1;
     ssize_t done = real(buffer, bytes, flags);
-    if (done > 0 && reprod_entropy_active()) reprod_entropy_fill("getrandom", buffer, done);
+    if (done > 0 && pinning()) reprod_entropy_fill("getrandom", buffer, done);
     return done;
 }
 
@@ -79,21 +96,20 @@ REPROD_EXPORT int getentropy(void *buffer, size_t bytes)
     __typeof__(&getentropy) real = REAL(getentropy);
     if (!real) return errno = ENOSYS, -1;
     int rc = real(buffer, bytes);
-    if (rc == 0 && bytes > 0 && reprod_entropy_active())
-        reprod_entropy_fill("getentropy", buffer, bytes);
+    if (rc == 0 && bytes > 0 && pinning()) reprod_entropy_fill("getentropy", buffer, bytes);
     return rc;
 }
 
 REPROD_EXPORT uint32_t arc4random(void)
 {
-    if (reprod_entropy_active()) return reprod_entropy_next32("arc4random");
+    if (pinning()) return reprod_entropy_next32("arc4random");
     __typeof__(&arc4random) real = REAL(arc4random);
     return real ? real() : 0;
 }
 
 REPROD_EXPORT void arc4random_buf(void *buffer, size_t bytes)
 {
-    if (reprod_entropy_active()) {
+    if (pinning()) {
         if (bytes > 0) reprod_entropy_fill("arc4random_buf", buffer, bytes);
         return;
     }
@@ -104,7 +120,7 @@ REPROD_EXPORT void arc4random_buf(void *buffer, size_t bytes)
 /* Uniform below `upper` without modulo bias: reject the 2^32 mod upper lowest values. */
 REPROD_EXPORT uint32_t arc4random_uniform(uint32_t upper)
 {
-    if (reprod_entropy_active()) {
+    if (pinning()) {
         if (upper < 2) return 0;
         uint32_t threshold = (uint32_t)-upper % upper;
         for (;;) {
@@ -130,7 +146,7 @@ static int takes_mode(int flags)
 static int after_open(const char *path, int flags, int fd)
 {
     if (fd >= 0 && reprod_entropy_is_device_path(path) && (flags & O_ACCMODE) != O_WRONLY &&
-        reprod_entropy_active()) {
+        pinning()) {
         int saved = errno;
         reprod_entropy_track(fd);
         errno = saved;
@@ -207,7 +223,7 @@ REPROD_EXPORT int __openat64_2(int directory, const char *path, int flags)
  * The first test is the read hooks' whole cost in a process without tracked descriptors. */
 static ssize_t after_read(const char *api, int fd, void *buffer, ssize_t done)
 {
-    if (REPROD_UNLIKELY(reprod_entropy_any_tracked()) && done > 0) {
+    if (watching_descriptors() && done > 0) {
         int saved = errno;
         if (reprod_entropy_is_tracked(fd)) reprod_entropy_fill(api, buffer, (size_t)done);
         errno = saved;
@@ -264,7 +280,7 @@ REPROD_EXPORT ssize_t readv(int fd, const struct iovec *vectors, int count)
     __typeof__(&readv) real = REAL(readv);
     if (REPROD_UNLIKELY(!real)) return errno = ENOSYS, -1;
     ssize_t done = real(fd, vectors, count);
-    if (REPROD_UNLIKELY(reprod_entropy_any_tracked()) && done > 0) {
+    if (watching_descriptors() && done > 0) {
         int saved = errno;
         if (reprod_entropy_is_tracked(fd)) {
             size_t left = (size_t)done;
@@ -284,7 +300,7 @@ REPROD_EXPORT ssize_t readv(int fd, const struct iovec *vectors, int count)
 REPROD_EXPORT int close(int fd)
 {
     __typeof__(&close) real = REAL(close);
-    if (REPROD_UNLIKELY(reprod_entropy_any_tracked())) {
+    if (watching_descriptors()) {
         int saved = errno;
         reprod_entropy_untrack(fd); /* before: another thread may reuse the number after */
         errno = saved;
@@ -296,7 +312,7 @@ REPROD_EXPORT int close(int fd)
 /* After `new_fd` became a copy of `old_fd` (or the call failed with a negative new_fd). */
 static int after_copy(int old_fd, int new_fd)
 {
-    if (new_fd >= 0 && REPROD_UNLIKELY(reprod_entropy_any_tracked())) {
+    if (new_fd >= 0 && watching_descriptors()) {
         int saved = errno;
         reprod_entropy_copy_tracking(old_fd, new_fd);
         errno = saved;
@@ -397,8 +413,7 @@ static int mode_reads(const char *mode)
 static FILE *open_device_stream(const char *path, const char *mode, int *handled)
 {
     *handled = 0;
-    if (!reprod_entropy_is_device_path(path) || !mode_reads(mode) || !reprod_entropy_active())
-        return NULL;
+    if (!reprod_entropy_is_device_path(path) || !mode_reads(mode) || !pinning()) return NULL;
     *handled = 1;
     int flags = strchr(mode, '+') ? O_RDWR : O_RDONLY;
     if (strchr(mode, 'e')) flags |= O_CLOEXEC;
@@ -435,8 +450,7 @@ REPROD_EXPORT FILE *fopen64(const char *path, const char *mode)
 
 REPROD_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-    if (REPROD_UNLIKELY(reprod_entropy_any_tracked()) && mode_reads(mode) &&
-        reprod_entropy_is_tracked(fd))
+    if (watching_descriptors() && mode_reads(mode) && reprod_entropy_is_tracked(fd))
         return device_stream(fd, mode);
     __typeof__(&fdopen) real = REAL(fdopen);
     return real ? real(fd, mode) : (errno = ENOSYS, NULL);

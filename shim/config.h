@@ -30,8 +30,40 @@ struct reprod_config {
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
 };
 
-/* The process's settings, parsed on first use (thread-safe). On a bad value it writes one
- * line to stderr and calls _exit(2): it never returns NULL. */
+/* One setting of DESIGN.md section 4, defined once: the parser, the unknown-variable check and
+ * `reprod settings` all read this table. A word setting stores the index of its word in an
+ * int-sized field; the others have their own parse and show functions. */
+struct reprod_setting {
+    const char *name;          /* "REPROD_MODE" */
+    const char *const *words;  /* a word setting: its words, NULL-terminated; index = value */
+    size_t word_field;         /* a word setting: offsetof its field in struct reprod_config */
+    const char *allowed;       /* the other settings: their allowed values, in words */
+    const char *default_value; /* what applies when it is unset or empty */
+    const char *help;          /* what it does, one line */
+    int names_file;            /* names a file or directory: ignored under secure execution */
+    /* The other settings: store the non-empty `text` into *config, or write why not (one
+     * line) into error and return -1. */
+    int (*parse)(const struct reprod_setting *setting, const char *text,
+                 struct reprod_config *config, char *error, size_t error_bytes);
+    /* The other settings: the value in *config as text in `text`, or NULL when unset. */
+    const char *(*show)(const struct reprod_config *config, char *text, size_t text_bytes);
+};
+
+extern const struct reprod_setting reprod_settings[];
+extern const size_t reprod_setting_count;
+
+/* The allowed values of `setting` as one line ("exact, ordered, off"), in text[0 .. bytes). */
+void reprod_setting_allowed(const struct reprod_setting *setting, char *text, size_t text_bytes);
+
+/* The value of `setting` in `config` as one line: its word, its value, or "(<default>)" when
+ * unset. Returns `text`. */
+const char *reprod_setting_show(const struct reprod_setting *setting,
+                                const struct reprod_config *config, char *text, size_t text_bytes);
+
+/* The process's settings, parsed on first use (thread-safe; a call that re-enters while this
+ * thread parses them gets the defaults). On a bad value it writes one line to stderr and calls
+ * _exit(2): it never returns NULL. In a secure-execution process (AT_SECURE: setuid, setgid,
+ * capabilities) every setting that names a file is ignored, with one line on stderr each. */
 const struct reprod_config *reprod_config(void);
 
 /* Parse the settings from `environment` (a NULL-terminated "NAME=value" array, like environ)
@@ -41,10 +73,14 @@ int reprod_config_parse(char *const environment[], struct reprod_config *config,
                         size_t error_bytes);
 
 /* For the first unknown REPROD_* variable from index *cursor of `environment` on, write its
- * name and the nearest known name into the buffers and return 1 (advancing *cursor past it);
- * return 0 when there is none left. */
+ * name into name[0 .. name_bytes) (cut if longer), set *nearest to the known name nearest to it
+ * or to NULL when none is close, and return 1 (advancing *cursor past it); return 0 when there
+ * is none left. */
 int reprod_config_unknown(char *const environment[], size_t *cursor, char *name, size_t name_bytes,
                           const char **nearest);
+
+/* Write one warning line on stderr for each unknown REPROD_* variable of `environment`. */
+void reprod_config_warn_unknown(char *const environment[]);
 
 /* Names for messages. */
 const char *reprod_mode_name(enum reprod_mode mode);

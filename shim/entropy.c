@@ -19,6 +19,7 @@
 #include "common.h"
 #include "config.h"
 #include "log.h"
+#include "once.h"
 #include "rank.h"
 #include "seed.h"
 
@@ -38,7 +39,7 @@
 enum { STATE_UNDECIDED = -1, STATE_OFF = 0, STATE_ON = 1 };
 
 static _Atomic int entropy_state = STATE_UNDECIDED;
-static pthread_once_t entropy_once = PTHREAD_ONCE_INIT;
+static struct reprod_once entropy_once = REPROD_ONCE_INIT;
 static uint64_t entropy_value;         /* REPROD_ENTROPY */
 static uint64_t lineage;               /* 0, or re-keyed in each fork child */
 static _Atomic uint64_t forks_made;    /* by this process, for its children's lineage */
@@ -82,9 +83,8 @@ static void after_fork_in_child(void)
  * may open the REPROD_LOG file, and a hook on open may ask whether entropy is active. */
 static void decide(void)
 {
-    /* Not reprod_init: getrandom may be called from inside its once (by whatever it calls),
-     * and that once would then wait for itself. These two have their own and call nothing
-     * hooked. */
+    /* Not reprod_init: what it calls may read entropy, and this once would then be running
+     * inside its own (it would return at once, with entropy off). */
     const struct reprod_config *config = reprod_config();
     reprod_rank_discover_from_env();
     int state = STATE_OFF;
@@ -131,7 +131,8 @@ int reprod_entropy_active(void)
 {
     int state = atomic_load_explicit(&entropy_state, memory_order_acquire);
     if (REPROD_LIKELY(state != STATE_UNDECIDED)) return state;
-    pthread_once(&entropy_once, decide);
+    /* A source read by what decide() calls, on its own thread: not pinned. */
+    if (!reprod_once(&entropy_once, decide)) return STATE_OFF;
     write_pending_message();
     return atomic_load_explicit(&entropy_state, memory_order_acquire);
 }

@@ -1,10 +1,11 @@
-/* init.c: constructor, fork child and exit handling, initialised once (libfaketime's pattern:
- * the once-flag is set before the work, so a re-entrant call returns instead of waiting). */
+/* init.c: constructor, fork child and exit handling, initialised once (once.h: a call that
+ * re-enters while this thread initialises returns at once instead of waiting for itself). */
 #include "init.h"
 
 #include "common.h"
 #include "config.h"
 #include "log.h"
+#include "once.h"
 #include "rank.h"
 #include "stats.h"
 #include "trace.h"
@@ -18,7 +19,7 @@ static void (*fork_handlers[MAX_HANDLERS])(void);
 static void (*exit_handlers[MAX_HANDLERS])(void);
 static _Atomic int fork_handler_count;
 static _Atomic int exit_handler_count;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static struct reprod_once init_once = REPROD_ONCE_INIT;
 
 static void after_fork_in_child(void)
 {
@@ -39,7 +40,7 @@ static void initialise(void)
 
 void reprod_init(void)
 {
-    pthread_once(&init_once, initialise);
+    reprod_once(&init_once, initialise);
 }
 
 static void add_handler(void (**table)(void), _Atomic int *count, void (*handler)(void))

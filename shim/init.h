@@ -4,7 +4,8 @@
 
 /* Run the process-wide initialisation once (config, rank from the environment, fork and exit
  * handlers). The constructor calls it; a hook that runs earlier (from another library's
- * constructor) calls it too. Cheap after the first call. */
+ * constructor) calls it too. Cheap after the first call. A call that re-enters while this
+ * thread runs it returns at once, before it is done (once.h). */
 void reprod_init(void);
 
 /* Functions a module wants called in the child after fork(), after the shim's own. At most

@@ -1,19 +1,23 @@
 /* log.c: one line per message, written with a single write(2) so that lines of several
- * threads or ranks sharing a file do not interleave. */
+ * threads or ranks sharing a file do not interleave. The REPROD_LOG file is opened once, on
+ * the first line, without following a symbolic link and without truncating it. */
 #include "log.h"
 
 #include "config.h"
+#include "guard.h"
+#include "once.h"
 #include "rank.h"
 
+#include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_fd = -1; /* -1: not open yet */
+static struct reprod_once open_once = REPROD_ONCE_INIT;
+static int log_fd = STDERR_FILENO; /* the REPROD_LOG file once open_once has run */
 
 int reprod_log_enabled(enum reprod_log_level level)
 {
@@ -50,49 +54,99 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
     return 0;
 }
 
-/* The descriptor to write to: the REPROD_LOG file, opened on first use, or stderr. */
+/* Write "reprod[<rank>]: <message>\n" to `fd` in one write. */
+static void write_line(int fd, const char *format, va_list arguments)
+{
+    char line[2048];
+    int used = snprintf(line, sizeof line, "reprod[%d]: ", reprod_rank());
+    int more = vsnprintf(line + used, sizeof line - (size_t)used - 1, format, arguments);
+    if (more < 0) return;
+    used += more;
+    if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
+    line[used++] = '\n';
+    reprod_guard_enter();
+    ssize_t ignored = write(fd, line, (size_t)used);
+    reprod_guard_leave();
+    (void)ignored;
+}
+
+/* A warning about the log itself: it goes to stderr, where the messages now go too. */
+static void warn_on_stderr(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static void warn_on_stderr(const char *format, ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    write_line(STDERR_FILENO, format, arguments);
+    va_end(arguments);
+}
+
+/* Open `path` to append to: never through a symbolic link, never truncated, and never
+ * blocking (a FIFO would block until a reader came): only a regular file or a character
+ * device (/dev/null, a terminal) is kept. Returns the descriptor, or -1 after a warning. */
+static int open_append_only(const char *path)
+{
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        warn_on_stderr("warning: REPROD_LOG: cannot open %s (%s); messages go to stderr", path,
+                       errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        return -1;
+    }
+    struct stat status;
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &status) != 0 || !(S_ISREG(status.st_mode) || S_ISCHR(status.st_mode)) ||
+        flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        warn_on_stderr("warning: REPROD_LOG: %s is not a regular file or a character device; "
+                       "messages go to stderr",
+                       path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* open_once's initialiser (it runs inside the guard: open and close are the real ones). */
+static void open_log(void)
+{
+    const char *pattern = reprod_config()->log_pattern;
+    if (!pattern[0]) return;
+    char path[PATH_MAX];
+    int fd = -1;
+    if (expand_pattern(pattern, path, sizeof path) != 0)
+        warn_on_stderr("warning: REPROD_LOG: %s expands to more than %zu bytes; messages go to "
+                       "stderr",
+                       pattern, sizeof path - 1);
+    else
+        fd = open_append_only(path);
+    log_fd = fd >= 0 ? fd : STDERR_FILENO;
+}
+
+/* The descriptor to write to: the REPROD_LOG file, opened on first use, or stderr (also for a
+ * line written while this thread is opening it). */
 static int log_descriptor(void)
 {
-    const struct reprod_config *config = reprod_config();
-    if (!config->log_pattern[0]) return STDERR_FILENO;
-    pthread_mutex_lock(&open_lock);
-    if (log_fd < 0) {
-        char path[PATH_MAX];
-        int fd = -1;
-        if (expand_pattern(config->log_pattern, path, sizeof path) == 0)
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        /* A log that cannot be opened must not cost the job its messages: fall back. */
-        log_fd = fd >= 0 ? fd : STDERR_FILENO;
-    }
-    int fd = log_fd;
-    pthread_mutex_unlock(&open_lock);
-    return fd;
+    if (!reprod_once(&open_once, open_log)) return STDERR_FILENO;
+    return log_fd;
 }
 
 void reprod_log(enum reprod_log_level level, const char *format, ...)
 {
     if (!reprod_log_enabled(level)) return;
-    char line[2048];
-    int used = snprintf(line, sizeof line, "reprod[%d]: ", reprod_rank());
+    int fd = log_descriptor();
     va_list arguments;
     va_start(arguments, format);
-    int more = vsnprintf(line + used, sizeof line - (size_t)used - 1, format, arguments);
+    write_line(fd, format, arguments);
     va_end(arguments);
-    if (more < 0) return;
-    used += more;
-    if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
-    line[used++] = '\n';
-    ssize_t ignored = write(log_descriptor(), line, (size_t)used);
-    (void)ignored;
 }
 
 void reprod_log_reset_after_fork(void)
 {
-    /* The child may not touch a mutex another thread of the parent held: start afresh. A file
-     * named after the pid is the parent's: the child opens its own on its first line. */
-    pthread_mutex_init(&open_lock, NULL);
+    /* A file named after the pid is the parent's: the child opens its own on its first line. */
     if (log_fd > STDERR_FILENO && strstr(reprod_config()->log_pattern, "%p")) {
+        reprod_guard_enter();
         close(log_fd);
-        log_fd = -1;
+        reprod_guard_leave();
+        log_fd = STDERR_FILENO;
+        reprod_once_reset(&open_once);
     }
 }

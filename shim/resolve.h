@@ -7,8 +7,8 @@
 #define REPROD_RESOLVE_H
 
 /* The address of `name` in a loaded object other than the shim, or NULL if none defines it.
- * Safe to call from several threads and before the constructor; it allocates only inside
- * the dynamic loader's own calls. */
+ * Safe to call from several threads, before the constructor and in a fork child: it holds no
+ * lock of its own, and allocates only by mmap and inside the dynamic loader's own calls. */
 void *reprod_resolve(const char *name);
 
 /* The address of the data object `name` as the process uses it. An executable that refers to

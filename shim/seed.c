@@ -33,6 +33,7 @@
 
 #include "common.h"
 #include "config.h"
+#include "guard.h"
 #include "init.h"
 #include "log.h"
 #include "rank.h"
@@ -321,6 +322,7 @@ static uint64_t derive(enum reprod_seed_width width, uint64_t seed,
  * Any other seed is derived, and the result remembered. Policy off remembers nothing. */
 static uint64_t replace(const char *api, enum reprod_seed_width width, uint64_t seed)
 {
+    if (reprod_guard_active()) return seed; /* the shim's own call, or one from inside it */
     struct seed_context context;
     seed_context_get(&context);
     uint64_t result = seed;

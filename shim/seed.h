@@ -18,7 +18,8 @@
  * out (reprod_seed_note_handed_out48) goes through unchanged, so that re-seeding with a
  * generator's reported seed keeps its stream. Logs the call at REPROD_VERBOSE=2, with the
  * reason when the seed is kept. REPROD_MODE=off (the shim changes nothing) passes seeds
- * through. Safe before the constructor and from any thread. */
+ * through, and so does a call made inside the shim (guard.h), without a log line. Safe before
+ * the constructor and from any thread. */
 uint64_t reprod_seed_replace64(const char *api, uint64_t seed);
 uint32_t reprod_seed_replace32(const char *api, uint32_t seed);
 uint64_t reprod_seed_replace48(const char *api, uint64_t seed); /* modulo 2^48 */

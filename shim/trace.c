@@ -8,22 +8,23 @@
 #include "trace.h"
 
 #include "config.h"
+#include "guard.h"
 #include "log.h"
+#include "once.h"
 #include "rank.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
-static int trace_fd = -1;
-static int trace_failed; /* warned once; tracing stops */
-static int forked_child; /* this process is a fork child: its file names its pid */
+static struct reprod_once open_once = REPROD_ONCE_INIT;
+static int trace_fd = -1;        /* this process's trace once open_once has run; -1: none */
+static _Atomic int write_failed; /* warned once; the trace is incomplete */
+static int forked_child;         /* this process is a fork child: its file names its pid */
 static _Atomic uint64_t sequence;
 
 int reprod_trace_enabled(void)
@@ -72,30 +73,70 @@ static void make_directories(const char *dir)
     mkdir(path, 0755);
 }
 
-/* Open this process's trace file; called under trace_lock. */
-static int open_trace(void)
+/* The trace directory, opened without following a symbolic link, or -1 after a warning. It
+ * must be this user's and not writable by others: a directory another user can write to is
+ * one where they could have prepared the trace's name. Checked on the open descriptor (fstat)
+ * and used through it (openat): the directory cannot be swapped in between. */
+static int open_trace_directory(const char *dir)
+{
+    make_directories(dir);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0) {
+        int open_errno = errno;
+        struct stat link;
+        int is_link = lstat(dir, &link) == 0 && S_ISLNK(link.st_mode);
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: cannot open the directory %s (%s); no trace", dir,
+                   is_link ? "it is a symbolic link" : strerror(open_errno));
+        return -1;
+    }
+    struct stat status;
+    if (fstat(dir_fd, &status) != 0 || status.st_uid != geteuid() || (status.st_mode & S_IWOTH)) {
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: the directory %s is not yours or is writable by "
+                   "others; no trace (use a directory of your own)",
+                   dir);
+        close(dir_fd);
+        return -1;
+    }
+    return dir_fd;
+}
+
+/* open_once's initialiser (inside the guard): create this process's trace file, which must
+ * not exist yet: an existing trace is never overwritten, nor anything a link points to. */
+static void open_trace(void)
 {
     const char *dir = reprod_config()->trace_dir;
-    char path[PATH_MAX + 64];
+    char name[64];
     if (forked_child)
-        snprintf(path, sizeof path, "%s/rank%d.pid%ld.trace", dir, reprod_rank(), (long)getpid());
+        snprintf(name, sizeof name, "rank%d.pid%ld.trace", reprod_rank(), (long)getpid());
     else
-        snprintf(path, sizeof path, "%s/rank%d.trace", dir, reprod_rank());
-    make_directories(dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        snprintf(name, sizeof name, "rank%d.trace", reprod_rank());
+    int dir_fd = open_trace_directory(dir);
+    if (dir_fd < 0) return;
+    int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int open_errno = errno;
+    close(dir_fd);
+    if (fd < 0 && open_errno == EEXIST) {
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: REPROD_TRACE: %s/%s exists and traces are never overwritten: remove "
+                   "it or use a new directory; no trace",
+                   dir, name);
+        return;
+    }
     if (fd < 0) {
-        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s (%s); no trace", path,
-                   strerror(errno));
-        return -1;
+        reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: cannot create %s/%s (%s); no trace",
+                   dir, name, strerror(open_errno));
+        return;
     }
     char header[128];
     int length = snprintf(header, sizeof header, "# reprod trace 1 rank=%d world=%d pid=%ld\n",
                           reprod_rank(), reprod_world_size(), (long)getpid());
     if (write(fd, header, (size_t)length) != length) {
         close(fd);
-        return -1;
+        return;
     }
-    return fd;
+    trace_fd = fd;
 }
 
 void reprod_trace_write(const struct reprod_trace_record *record)
@@ -116,25 +157,27 @@ void reprod_trace_write(const struct reprod_trace_record *record)
                           (unsigned long long)record->sequence, record->api, record->action, detail,
                           record->count, record->ranks, input, output);
     if (length <= 0 || (size_t)length >= sizeof line) return;
-    pthread_mutex_lock(&trace_lock);
-    if (trace_fd < 0 && !trace_failed) {
-        trace_fd = open_trace();
-        trace_failed = trace_fd < 0;
-    }
-    if (trace_fd >= 0 && write(trace_fd, line, (size_t)length) != length && !trace_failed) {
-        trace_failed = 1;
+    /* A line written while this thread opens the trace (a warning that re-enters) is dropped. */
+    if (!reprod_once(&open_once, open_trace) || trace_fd < 0) return;
+    reprod_guard_enter();
+    ssize_t written = write(trace_fd, line, (size_t)length);
+    int write_errno = errno;
+    reprod_guard_leave();
+    if (written != length && !atomic_exchange(&write_failed, 1))
         reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
-                   strerror(errno));
-    }
-    pthread_mutex_unlock(&trace_lock);
+                   written < 0 ? strerror(write_errno) : "short write");
 }
 
 void reprod_trace_reset_after_fork(void)
 {
-    pthread_mutex_init(&trace_lock, NULL);
-    if (trace_fd >= 0) close(trace_fd);
+    if (trace_fd >= 0) {
+        reprod_guard_enter();
+        close(trace_fd);
+        reprod_guard_leave();
+    }
     trace_fd = -1;
-    trace_failed = 0;
+    atomic_store(&write_failed, 0);
     forked_child = 1;
     atomic_store(&sequence, 0);
+    reprod_once_reset(&open_once);
 }

@@ -64,17 +64,11 @@ if [ "$(id -u)" != 0 ]; then
     echo "note: not root: cannot make a setuid-to-another-user copy; the secure-execution test is skipped"
     exit 0
 fi
-work=$(mktemp -d)
+setuid_copies "$PROBE"
+work=$SETUID_DIR
 trap 'rm -rf "$work"' EXIT
-chmod 755 "$work"
-cp "$SHIM" "$work/libreprod_shim.so"
-cp "$PROBE" "$work/probe_setuid"
-cp "$PROBE" "$work/probe_plain"
-chmod 644 "$work/libreprod_shim.so"
-chown nobody "$work/probe_setuid" && chmod 4755 "$work/probe_setuid" ||
-    fail "cannot make a setuid copy of the probe"
-secure1=$(REPROD_ENTROPY=7 "$work/probe_setuid" dlopen "$work/libreprod_shim.so" 2>"$work/err")
-secure2=$(REPROD_ENTROPY=7 "$work/probe_setuid" dlopen "$work/libreprod_shim.so" 2>/dev/null)
+secure1=$(REPROD_ENTROPY=7 "$work/setuid" dlopen "$work/libreprod_shim.so" 2>"$work/err")
+secure2=$(REPROD_ENTROPY=7 "$work/setuid" dlopen "$work/libreprod_shim.so" 2>/dev/null)
 if ! echo "$secure1" | grep -q "^secure: 1"; then
     echo "note: a setuid binary does not run with AT_SECURE here (nosuid mount?): skipped"
     exit 0
@@ -82,7 +76,7 @@ fi
 grep -q "REPROD_ENTROPY=7 refused: this is a setuid or secure-execution process" "$work/err" ||
     fail "setuid process: no refusal message: $(cat "$work/err")"
 [ "$secure1" != "$secure2" ] || fail "setuid process: REPROD_ENTROPY was applied: $secure1"
-plain1=$(REPROD_ENTROPY=7 "$work/probe_plain" dlopen "$work/libreprod_shim.so" 2>/dev/null)
-plain2=$(REPROD_ENTROPY=7 "$work/probe_plain" dlopen "$work/libreprod_shim.so" 2>/dev/null)
+plain1=$(REPROD_ENTROPY=7 "$work/plain" dlopen "$work/libreprod_shim.so" 2>/dev/null)
+plain2=$(REPROD_ENTROPY=7 "$work/plain" dlopen "$work/libreprod_shim.so" 2>/dev/null)
 [ "$plain1" = "$plain2" ] || fail "the same probe, not setuid, is not pinned: $plain1 / $plain2"
 ok "a setuid process refuses REPROD_ENTROPY with a message (the same probe without setuid pins)"

@@ -51,3 +51,18 @@ run_mpich_shim() {
     shift
     run_mpich "$np" -env LD_PRELOAD "${PRELOAD:-$SHIM}" "$@"
 }
+
+# setuid_copies PROGRAM: a new directory, $SETUID_DIR (the caller removes it), readable by
+# all, holding the shim and two copies of PROGRAM: "setuid", owned by nobody with the setuid
+# bit (run by root, it runs with AT_SECURE=1; the loader then ignores LD_PRELOAD, so PROGRAM
+# must load the shim with dlopen), and "plain". Only root can make them.
+setuid_copies() {
+    SETUID_DIR=$(mktemp -d)
+    chmod 755 "$SETUID_DIR"
+    cp "$SHIM" "$SETUID_DIR/libreprod_shim.so"
+    chmod 644 "$SETUID_DIR/libreprod_shim.so"
+    cp "$1" "$SETUID_DIR/setuid"
+    cp "$1" "$SETUID_DIR/plain"
+    chown nobody "$SETUID_DIR/setuid" && chmod 4755 "$SETUID_DIR/setuid" ||
+        fail "cannot make a setuid copy of $1"
+}

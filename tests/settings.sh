@@ -55,3 +55,55 @@ files=$(ls "$dir" | grep -c "^log\.$(hostname)\.[01]\.[0-9]*$")
 grep -q "summary:" "$dir"/log.* || fail "the log files have no summary line"
 ! grep -q "summary:" "$dir/stderr" || fail "the summary went to stderr despite REPROD_LOG"
 ok "REPROD_LOG expands %h %r %p, one file per rank"
+
+# REPROD_ENTROPY is a decimal or 0x hexadecimal number and nothing else: no sign, no blanks.
+check_refused REPROD_ENTROPY=+5
+check_refused "REPROD_ENTROPY= 5"
+check_refused "REPROD_ENTROPY=5 "
+check_refused REPROD_ENTROPY=0x
+
+# An unknown name too far from every known one (here longer than 63 characters) says so.
+long=REPROD_$(printf 'X%.0s' $(seq 70))
+out=$(env "$long=1" LD_PRELOAD="$SHIM" /bin/echo main-ran 2>&1)
+grep -q "unknown variable $long; no known name is close (known: REPROD_MODE," <<<"$out" ||
+    fail "no proper warning for a 77-character unknown name: $out"
+! grep -q "(null)" <<<"$out" || fail "the warning names (null): $out"
+ok "an unknown name that is close to none: $(head -c 100 <<<"$out")..."
+
+# A log that cannot be used falls back to stderr with one warning: a missing directory, a
+# FIFO (opening it must not block, with or without a reader), a symbolic link (its target is
+# not written). /dev/null is a fine log. An existing log is appended to, never truncated.
+PROBE=$BUILD/tests/progs/lifecycle_probe
+logged() { # logged LOG: a seeding call logged at REPROD_VERBOSE=2 to LOG; stderr in $dir/err
+    timeout -k 2 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$SHIM" "$PROBE" calls \
+        >/dev/null 2>"$dir/err"
+}
+check_log_refused() { # check_log_refused LOG WHY
+    logged "$1"
+    status=$?
+    [ "$status" -eq 0 ] || fail "REPROD_LOG=$1 ($2): status $status (124: blocked): $(cat "$dir/err")"
+    [ "$(grep -c 'warning: REPROD_LOG' "$dir/err")" -eq 1 ] ||
+        fail "REPROD_LOG=$1 ($2): not one warning: $(cat "$dir/err")"
+    grep -q "seed: srand 7" "$dir/err" || fail "REPROD_LOG=$1 ($2): messages lost: $(cat "$dir/err")"
+    ok "REPROD_LOG $2: $(grep 'warning: REPROD_LOG' "$dir/err")"
+}
+check_log_refused "$dir/missing/log" "in a missing directory"
+mkfifo "$dir/fifo"
+check_log_refused "$dir/fifo" "a FIFO without a reader"
+timeout 20 cat "$dir/fifo" >"$dir/fifo.read" &
+reader=$!
+check_log_refused "$dir/fifo" "a FIFO with a reader"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+[ ! -s "$dir/fifo.read" ] || fail "the log was written into a FIFO: $(cat "$dir/fifo.read")"
+echo "not a log" >"$dir/victim"
+ln -s "$dir/victim" "$dir/link"
+check_log_refused "$dir/link" "a symbolic link"
+[ "$(cat "$dir/victim")" = "not a log" ] || fail "the symbolic link's target was written: $(cat "$dir/victim")"
+logged /dev/null || fail "REPROD_LOG=/dev/null failed: $(cat "$dir/err")"
+[ ! -s "$dir/err" ] || fail "REPROD_LOG=/dev/null: $(cat "$dir/err")"
+echo "an earlier line" >"$dir/existing"
+logged "$dir/existing" || fail "REPROD_LOG on an existing file failed: $(cat "$dir/err")"
+[ "$(head -1 "$dir/existing")" = "an earlier line" ] && grep -q "seed: srand 7" "$dir/existing" ||
+    fail "an existing log was not appended to: $(cat "$dir/existing")"
+ok "REPROD_LOG=/dev/null is quiet; an existing log is appended to"

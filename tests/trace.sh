@@ -61,3 +61,42 @@ ok "4 vs 2 ranks: $(tail -n +2 <<<"$out" | head -1)"
 "$reprod" diff "$dir/a" "$dir/nothing" 2>/dev/null
 [ $? -eq 2 ] || fail "diff of a missing directory did not exit 2"
 ok "a missing trace directory is an error (status 2)"
+
+# Trace files are created, never reused: an existing trace is not overwritten (the rank warns,
+# naming it, and traces nothing), a symbolic link in its place is not followed, and a trace
+# directory that is a symbolic link, is another user's or is writable by others is refused.
+traced_warns() { # traced_warns NAME WHAT: a 2-rank traced run whose stderr must warn of WHAT
+    local name=$1 what=$2
+    run_mpi_shim 2 -x REPROD_TRACE="$dir/$name" "$job" >/dev/null 2>"$dir/err" ||
+        fail "run $name failed: $(cat "$dir/err")"
+    grep -q "warning: REPROD_TRACE: .*$what" "$dir/err" || fail "$name: no warning of '$what': $(cat "$dir/err")"
+}
+mkdir -m 755 "$dir/reused"
+echo "an earlier trace" >"$dir/reused/rank0.trace"
+traced_warns reused "$dir/reused/rank0.trace exists and traces are never overwritten: remove it or use a new directory"
+[ "$(cat "$dir/reused/rank0.trace")" = "an earlier trace" ] || fail "an existing trace was overwritten"
+[ "$(grep -c '^seq=' "$dir/reused/rank1.trace")" -eq 9 ] || fail "rank 1 did not trace beside rank 0's old file"
+ok "an existing trace is kept, with a warning; the other rank traces"
+
+mkdir -m 755 "$dir/linked"
+echo "not a trace" >"$dir/victim"
+ln -s "$dir/victim" "$dir/linked/rank0.trace"
+traced_warns linked "exists and traces are never overwritten"
+[ "$(cat "$dir/victim")" = "not a trace" ] || fail "the trace followed a symbolic link: $(head -2 "$dir/victim")"
+ok "a symbolic link where a trace goes is not followed"
+
+mkdir -m 755 "$dir/real"
+ln -s "$dir/real" "$dir/dirlink"
+traced_warns dirlink "cannot open the directory $dir/dirlink (it is a symbolic link)"
+[ -z "$(ls "$dir/real")" ] || fail "traces were written through a symbolic link: $(ls "$dir/real")"
+mkdir -m 777 "$dir/open"
+traced_warns open "is not yours or is writable by others"
+[ -z "$(ls "$dir/open")" ] || fail "traces were written in a directory writable by others"
+ok "a trace directory that is a symbolic link or writable by others is refused"
+if [ "$(id -u)" = 0 ]; then
+    mkdir -m 755 "$dir/theirs"
+    chown nobody "$dir/theirs"
+    traced_warns theirs "is not yours or is writable by others"
+    [ -z "$(ls "$dir/theirs")" ] || fail "traces were written in another user's directory"
+    ok "another user's trace directory is refused"
+fi

@@ -27,7 +27,8 @@ static int usage(void)
     return 2;
 }
 
-/* `reprod settings`: the same parse the shim does at load, with its messages. */
+/* `reprod settings`: the same parse the shim does at load, with its messages; then each
+ * setting's value and what it does, from the shim's table of settings. */
 static int settings(void)
 {
     struct reprod_config config;
@@ -36,22 +37,15 @@ static int settings(void)
         fprintf(stderr, "reprod: %s\n", error);
         return 2;
     }
-    size_t cursor = 0;
-    char name[128];
-    const char *nearest = NULL;
-    while (reprod_config_unknown(environ, &cursor, name, sizeof name, &nearest))
-        fprintf(stderr, "reprod: warning: unknown variable %s; did you mean %s?\n", name, nearest);
-    printf("REPROD_MODE=%s\n", reprod_mode_name(config.mode));
-    printf("REPROD_ROUNDING=%s\n", reprod_rounding_name(config.rounding));
-    printf("REPROD_STRICT=%d\n", config.strict);
-    printf("REPROD_SEED_POLICY=%s\n", reprod_seed_policy_name(config.seed_policy));
-    if (config.entropy_set)
-        printf("REPROD_ENTROPY=%llu\n", (unsigned long long)config.entropy);
-    else
-        printf("REPROD_ENTROPY= (not pinned)\n");
-    printf("REPROD_LOG=%s\n", config.log_pattern[0] ? config.log_pattern : "(stderr)");
-    printf("REPROD_VERBOSE=%d\n", config.verbose);
-    printf("REPROD_TRACE=%s\n", config.trace_dir[0] ? config.trace_dir : "(off)");
+    reprod_config_warn_unknown(environ);
+    for (size_t i = 0; i < reprod_setting_count; i++) {
+        const struct reprod_setting *setting = &reprod_settings[i];
+        char value[PATH_MAX + 16], allowed[256];
+        reprod_setting_allowed(setting, allowed, sizeof allowed);
+        printf("%s=%s\n    %s (%s; default %s)\n", setting->name,
+               reprod_setting_show(setting, &config, value, sizeof value), setting->help, allowed,
+               setting->default_value);
+    }
     return 0;
 }
 

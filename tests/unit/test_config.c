@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Parse `environment`; return the parse status, the config and the error text. */
@@ -77,6 +79,12 @@ Test(config, a_bad_value_names_the_variable_the_value_and_the_allowed_values)
         {"REPROD_ENTROPY=-1", "REPROD_ENTROPY", "unsigned 64-bit integer"},
         {"REPROD_ENTROPY=12abc", "REPROD_ENTROPY", "unsigned 64-bit integer"},
         {"REPROD_ENTROPY=99999999999999999999", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=+5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY= 5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=5 ", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=0x", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=0x-5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
+        {"REPROD_ENTROPY=0x 5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
         {"REPROD_LOG=/tmp/x.%q", "REPROD_LOG", "%h"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -91,6 +99,53 @@ Test(config, a_bad_value_names_the_variable_the_value_and_the_allowed_values)
         cr_expect(strstr(error, cases[i].allowed), "'%s' does not list '%s'", error,
                   cases[i].allowed);
         cr_expect_null(strchr(error, '\n'), "the message is more than one line: '%s'", error);
+    }
+}
+
+Test(config, entropy_is_decimal_or_hexadecimal_never_octal)
+{
+    struct {
+        const char *setting;
+        uint64_t value;
+    } cases[] = {
+        {"REPROD_ENTROPY=0", 0},
+        {"REPROD_ENTROPY=010", 10},
+        {"REPROD_ENTROPY=0X1f", 31},
+        {"REPROD_ENTROPY=18446744073709551615", UINT64_MAX},
+        {"REPROD_ENTROPY=0xffffffffffffffff", UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *environment[] = {(char *)cases[i].setting, NULL};
+        struct reprod_config config;
+        char error[512];
+        cr_assert_eq(parse(environment, &config, error), 0, "%s: %s", cases[i].setting, error);
+        cr_expect_eq(config.entropy, cases[i].value, "%s gave %llu", cases[i].setting,
+                     (unsigned long long)config.entropy);
+    }
+}
+
+/* Each setting of the table shows the value it parsed, and its default when unset. */
+Test(config, every_setting_shows_what_it_parsed)
+{
+    char *environment[] = {"REPROD_MODE=Ordered",     "REPROD_ROUNDING=up",  "REPROD_STRICT=1",
+                           "REPROD_SEED_POLICY=rank", "REPROD_ENTROPY=0x10", "REPROD_LOG=/tmp/l.%p",
+                           "REPROD_VERBOSE=2",        "REPROD_TRACE=/tmp/t", NULL};
+    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t"};
+    struct reprod_config config, defaults;
+    char error[512], text[PATH_MAX + 16];
+    char *nothing[] = {NULL};
+    cr_assert_eq(parse(environment, &config, error), 0, "%s", error);
+    cr_assert_eq(parse(nothing, &defaults, error), 0, "%s", error);
+    cr_assert_eq(reprod_setting_count, sizeof shown / sizeof shown[0]);
+    for (size_t i = 0; i < reprod_setting_count; i++) {
+        const struct reprod_setting *setting = &reprod_settings[i];
+        cr_expect(strncmp(environment[i], setting->name, strlen(setting->name)) == 0,
+                  "the table's setting %zu is %s", i, setting->name);
+        cr_expect_str_eq(reprod_setting_show(setting, &config, text, sizeof text), shown[i]);
+        const char *fallback = reprod_setting_show(setting, &defaults, text, sizeof text);
+        cr_expect(strstr(fallback, setting->default_value), "%s unset shows '%s', not its default",
+                  setting->name, fallback);
+        cr_expect(setting->help && setting->help[0], "%s has no help", setting->name);
     }
 }
 
@@ -112,4 +167,23 @@ Test(config, unknown_variables_are_reported_with_the_nearest_known_name)
         cr_expect_str_eq(nearest, expected[i][1]);
     }
     cr_expect_not(reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest));
+}
+
+/* A name close to no known one (far off, or longer than the edit distance used to allow) gets
+ * no suggestion, and its name is cut to the buffer. */
+Test(config, unknown_variables_close_to_no_known_name_get_no_suggestion)
+{
+    char long_name[128];
+    snprintf(long_name, sizeof long_name, "REPROD_%070d=1", 0);
+    char *environment[] = {"REPROD_XYZZY_PLUGH=1", long_name, NULL};
+    size_t cursor = 0;
+    char name[40];
+    const char *nearest = "unset";
+    cr_assert(reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest));
+    cr_expect_str_eq(name, "REPROD_XYZZY_PLUGH");
+    cr_expect_null(nearest, "REPROD_XYZZY_PLUGH: suggested %s", nearest);
+    nearest = "unset";
+    cr_assert(reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest));
+    cr_expect_eq(strlen(name), sizeof name - 1);
+    cr_expect_null(nearest, "a 77-character name: suggested %s", nearest);
 }
