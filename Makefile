@@ -48,7 +48,8 @@ PROG_BIN  := $(filter-out $(BUILD)/tests/progs/failalloc,$(PROG_SRC:tests/progs/
              $(BUILD)/tests/progs/libfailalloc.so
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
-TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(MPICH_BIN) $(PROG_BIN) $(STANDIN_LIB)
+FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
+TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -108,6 +109,26 @@ $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 $(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
+
+# Fortran test programs, `use mpi` and `use mpi_f08`, for each family (its own mpif90 and
+# module files), with the MPFR oracle in C.
+$(BUILD)/tests/fortran/oracle.o: tests/fortran/oracle.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -c $< -o $@
+
+define FORTRAN_RULES
+$(BUILD)/tests/fortran/$(1)/test_data.o: tests/fortran/test_data.f90
+	@mkdir -p $$(dir $$@)
+	$(2) -O2 -J$$(dir $$@) -c $$< -o $$@
+
+$(BUILD)/tests/fortran/$(1)/sum_mpi: tests/fortran/sum.F90 $(BUILD)/tests/fortran/$(1)/test_data.o $(BUILD)/tests/fortran/oracle.o
+	$(2) -O2 -cpp -I$$(dir $$@) $$< $$(filter %.o,$$^) -o $$@ -lmpfr -lgmp
+
+$(BUILD)/tests/fortran/$(1)/sum_f08: tests/fortran/sum.F90 $(BUILD)/tests/fortran/$(1)/test_data.o $(BUILD)/tests/fortran/oracle.o
+	$(2) -O2 -cpp -DUSE_F08 -I$$(dir $$@) $$< $$(filter %.o,$$^) -o $$@ -lmpfr -lgmp
+endef
+$(eval $(call FORTRAN_RULES,openmpi,$(MPIF90)))
+$(eval $(call FORTRAN_RULES,mpich,$(MPIF90_MPICH)))
 
 $(BUILD)/bench/bench_mpi%: bench/bench_mpi%.c
 	@mkdir -p $(dir $@)

@@ -64,7 +64,8 @@ struct tinfo {
     int check_gaps; /* bytes outside the leaves must stay untouched in receive buffers */
     int sign_quirk; /* Open MPI 4.1.4 orders it with the wrong signedness in MAX/MIN
                        (MPI_UNSIGNED_LONG as signed: open-mpi/ompi#10525; MPI_OFFSET as
-                       unsigned): only values with the top bit clear, where both orders agree */
+                       unsigned; MPICH 4.0.2 every unsigned type as signed): only values with
+                       the top bit clear, where both orders agree */
 };
 
 enum opkind {
