@@ -287,7 +287,7 @@ int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, cons
     uint64_t elapsed = reduction->shim_ns + (reprod_stats_clock_ns() - reduction->start_ns);
     enum reprod_path path =
         reduction->action == REPROD_ACTION_EXACT ? REPROD_PATH_EXACT : REPROD_PATH_ORDERED;
-    reprod_stats_record(path, (size_t)elements * (size_t)reduction->type_bytes, elapsed,
+    reprod_stats_record(reduction->api, path, (size_t)elements * (size_t)reduction->type_bytes, elapsed,
                         reduction->engine_ns);
     if (!reprod_log_enabled(REPROD_LOG_DEBUG)) return rc;
     const char *what = reduction->action == REPROD_ACTION_EXACT            ? "exact"

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 struct reason_info {
@@ -27,6 +28,9 @@ static const struct reason_info reasons[REPROD_PASS_REASON_COUNT] = {
 };
 
 static _Atomic uint64_t path_calls[2];
+static _Atomic uint64_t family_deterministic[REPROD_FAMILY_COUNT];
+static _Atomic uint64_t family_passed[REPROD_FAMILY_COUNT];
+static const char *const family_names[REPROD_FAMILY_COUNT] = {"MPI", "NCCL", "other"};
 static _Atomic uint64_t path_bytes;
 static _Atomic uint64_t shim_time_ns;
 static _Atomic uint64_t engine_time_ns;
@@ -56,9 +60,20 @@ int reprod_reason_is_deterministic(enum reprod_reason reason)
     return (unsigned)reason < REPROD_PASS_REASON_COUNT && reasons[reason].deterministic;
 }
 
-void reprod_stats_record(enum reprod_path path, size_t bytes, uint64_t shim_ns, uint64_t engine_ns)
+enum reprod_family reprod_family_of(const char *api)
+{
+    if (!api) return REPROD_FAMILY_OTHER;
+    if (strncmp(api, "MPI", 3) == 0 || strncmp(api, "PMPI", 4) == 0) return REPROD_FAMILY_MPI;
+    if (strncmp(api, "nccl", 4) == 0) return REPROD_FAMILY_NCCL;
+    return REPROD_FAMILY_OTHER;
+}
+
+void reprod_stats_record(const char *api, enum reprod_path path, size_t bytes, uint64_t shim_ns,
+                         uint64_t engine_ns)
 {
     atomic_fetch_add_explicit(&path_calls[path], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&family_deterministic[reprod_family_of(api)], 1,
+                              memory_order_relaxed);
     atomic_fetch_add_explicit(&path_bytes, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&shim_time_ns, shim_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&engine_time_ns, engine_ns, memory_order_relaxed);
@@ -68,6 +83,7 @@ int reprod_pass_through(const char *api, enum reprod_reason reason, const char *
 {
     if ((unsigned)reason >= REPROD_PASS_REASON_COUNT) reason = REPROD_PASS_UNSUPPORTED;
     atomic_fetch_add_explicit(&pass_calls[reason], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&family_passed[reprod_family_of(api)], 1, memory_order_relaxed);
     if (!detail) detail = "";
     const struct reprod_config *config = reprod_config();
     int risky = !reasons[reason].deterministic && reason != REPROD_PASS_MODE_OFF;
@@ -78,10 +94,16 @@ int reprod_pass_through(const char *api, enum reprod_reason reason, const char *
                    api, reasons[reason].name, *detail ? ": " : "", detail);
         return -1;
     }
-    if (risky && !atomic_exchange(&pass_warned[reason], 1))
+    int first = !atomic_exchange(&pass_warned[reason], 1);
+    if (risky && first)
         reprod_log(REPROD_LOG_WARN,
                    "warning: %s passed through unchanged, its result may not be reproducible "
                    "(%s%s%s); further such calls are counted in the summary (REPROD_VERBOSE=1)",
+                   api, reasons[reason].name, *detail ? ": " : "", detail);
+    else if (first && reason != REPROD_PASS_MODE_OFF && !reprod_log_enabled(REPROD_LOG_DEBUG))
+        reprod_log(REPROD_LOG_INFO,
+                   "%s passed through unchanged (%s%s%s), deterministic as it is; further such "
+                   "calls are counted in the summary",
                    api, reasons[reason].name, *detail ? ": " : "", detail);
     else
         reprod_log(REPROD_LOG_DEBUG, "%s pass-through (%s%s%s)", api, reasons[reason].name,
@@ -108,11 +130,22 @@ void reprod_stats_summary(void)
                          used ? ", " : "", reasons[i].name, (unsigned long long)calls);
         if (n > 0) used += (size_t)n;
     }
+    char families_text[256] = "";
+    size_t families_used = 0;
+    for (int f = 0; f < REPROD_FAMILY_COUNT && families_used < sizeof families_text; f++) {
+        uint64_t made = atomic_load(&family_deterministic[f]), kept = atomic_load(&family_passed[f]);
+        if (!made && !kept) continue;
+        int n = snprintf(families_text + families_used, sizeof families_text - families_used,
+                         "%s%s %llu reproducible, %llu passed", families_used ? "; " : "",
+                         family_names[f], (unsigned long long)made, (unsigned long long)kept);
+        if (n > 0) families_used += (size_t)n;
+    }
     reprod_log(REPROD_LOG_INFO,
                "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
+               "by family: %s; "
                "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
                (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
-               used ? " (" : "", reasons_text, used ? ")" : "",
+               used ? " (" : "", reasons_text, used ? ")" : "", families_text,
                (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
                (double)atomic_load(&shim_time_ns) / 1e6,
                (double)atomic_load(&engine_time_ns) / 1e6);
@@ -128,5 +161,9 @@ void reprod_stats_reset(void)
     for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++) {
         atomic_store(&pass_calls[i], 0);
         atomic_store(&pass_warned[i], 0);
+    }
+    for (int f = 0; f < REPROD_FAMILY_COUNT; f++) {
+        atomic_store(&family_deterministic[f], 0);
+        atomic_store(&family_passed[f], 0);
     }
 }

@@ -39,14 +39,26 @@ const char *reprod_reason_name(enum reprod_reason reason);
 /* 1 when passing a call through for `reason` leaves its result deterministic anyway. */
 int reprod_reason_is_deterministic(enum reprod_reason reason);
 
-/* Count a call made deterministic: its payload in bytes, wall time in the shim and the part
- * of it spent in the engine. */
-void reprod_stats_record(enum reprod_path path, size_t bytes, uint64_t shim_ns, uint64_t engine_ns);
+/* The API family of an intercepted call, from its name ("MPI_...", "PMPI_...", "nccl..."), for
+ * the summary's count by family. */
+enum reprod_family {
+    REPROD_FAMILY_MPI = 0,
+    REPROD_FAMILY_NCCL,
+    REPROD_FAMILY_OTHER,
+    REPROD_FAMILY_COUNT
+};
+enum reprod_family reprod_family_of(const char *api);
+
+/* Count a call of `api` made deterministic: its payload in bytes, wall time in the shim and the
+ * part of it spent in the engine. */
+void reprod_stats_record(const char *api, enum reprod_path path, size_t bytes, uint64_t shim_ns,
+                         uint64_t engine_ns);
 
 /* Count and log a call handed to the real library unchanged. A reason that may leave the
- * result non-deterministic is logged once per reason as a warning (every call at
- * REPROD_VERBOSE=2). Returns 0 to go on; -1 when REPROD_STRICT=1 forbids the pass-through,
- * after logging an error: the caller must stop the job. */
+ * result non-deterministic is logged once per reason as a warning; any other reason once at
+ * REPROD_VERBOSE=1 (every call at REPROD_VERBOSE=2). Returns 0 to go on; -1 when
+ * REPROD_STRICT=1 forbids the pass-through, after logging an error: the caller must stop the
+ * job. */
 int reprod_pass_through(const char *api, enum reprod_reason reason, const char *detail);
 
 /* Log the one-line summary (REPROD_VERBOSE >= 1), at most once per process; called at exit.
