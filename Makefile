@@ -2,6 +2,7 @@
 #
 #   make          build/libreprod_shim.so and build/reprod
 #   make test     install missing Debian packages, build, run every test
+#   make fuzz     run the engine fuzzer for long (FUZZ_ITERATIONS, FUZZ_SEED)
 #   make bench    print the benchmark ratios
 #   make demo     run the example job natively and under the shim
 
@@ -40,11 +41,12 @@ PROG_SRC  := $(sort $(wildcard tests/progs/*.c))
 PROG_BIN  := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
-TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(PROG_BIN) $(STANDIN_LIB)
+FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
+TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(PROG_BIN) $(STANDIN_LIB)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all test test-unit test-scripts bench demo deps clean format
+.PHONY: all test test-unit test-scripts fuzz bench demo deps clean format
 
 all: $(SHIM) $(TOOL)
 
@@ -71,6 +73,11 @@ $(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+
+# The engine's fuzzer against MPFR (tests/fuzz_engine.c; make fuzz).
+$(BUILD)/tests/fuzz_engine: tests/fuzz_engine.c tests/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lmpfr -lgmp -ldl -lpthread -lm
 
 # Plain test programs (no shim, no MPI): what a preloaded process looks like from inside.
 $(BUILD)/tests/progs/%: tests/progs/%.c
@@ -111,6 +118,14 @@ test: deps
 # `make test-scripts ONLY=tests/mpi_exactness.sh`.
 test-unit test-scripts: all $(TEST_BIN)
 	@tools/run-tests $(@:test-%=%) $(ONLY)
+
+# The engine fuzzer for long: `make fuzz`, `make fuzz FUZZ_ITERATIONS=1000000 FUZZ_SEED=42`
+# (a random seed by default; the fuzzer prints it, and a failure prints the command to replay).
+FUZZ_ITERATIONS ?= 100000
+FUZZ_SEED       ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	$(FUZZ_BIN) $(FUZZ_ITERATIONS) $(FUZZ_SEED)
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
