@@ -13,7 +13,7 @@ STANDIN=$BUILD/tests/standins/libtorchcuda.so
 for program in "$PROGS/seed_derive" "$PROGS/seed_torch_standin" "$STANDIN"; do
     [ -e "$program" ] || fail "$program is not built"
 done
-derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
 
 # CUDA generator semantics, on the stand-in (no GPU needed).
 SEED=42
@@ -21,7 +21,7 @@ STATE_SEED=777
 plain=$("$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED)
 [ "$plain" = "$(printf 'created: 67280421310721\nmanual_seed: 42\nset_rng_state: 777')" ] ||
     fail "the stand-in misbehaves without the shim: $plain"
-got=$(REPROD_VERBOSE=2 LD_PRELOAD=$SHIM "$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED 2>"$BUILD/seed_torch.log")
+got=$(REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD "$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED 2>"$BUILD/seed_torch.log")
 log=$(cat "$BUILD/seed_torch.log")
 rm -f "$BUILD/seed_torch.log"
 derived=$(derive hash 0 64 $SEED)
@@ -66,8 +66,8 @@ without_hash=$(echo "$without" | head -3)
 without_rank=$(echo "$without" | tail -3)
 echo "$without_hash" | grep -q "^manual_seed $hash_seed " || fail "unexpected output: $without"
 
-first=$(LD_PRELOAD=$SHIM run_torch $SEED) || fail "python with torch failed under the shim"
-second=$(LD_PRELOAD=$SHIM run_torch $SEED)
+first=$(LD_PRELOAD=$PRELOAD run_torch $SEED) || fail "python with torch failed under the shim"
+second=$(LD_PRELOAD=$PRELOAD run_torch $SEED)
 [ "$first" = "$second" ] || fail "two runs under the shim differ: '$first' vs '$second'"
 echo "$first" | grep -qx "set_rng_state replays True" || fail "get/set_rng_state: $first"
 [ "$first" = "$without_hash" ] ||
@@ -75,7 +75,7 @@ echo "$first" | grep -qx "set_rng_state replays True" || fail "get/set_rng_state
         "reprod_seed_derive($SEED, 0, hash)) without it: '$first' vs '$without_hash'"
 ok "torch.manual_seed and Generator.manual_seed: repeat, and equal seeding with reprod_seed_derive"
 
-got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$SHIM run_torch $SEED 2>"$BUILD/seed_torch.log")
+got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD run_torch $SEED 2>"$BUILD/seed_torch.log")
 log=$(cat "$BUILD/seed_torch.log")
 rm -f "$BUILD/seed_torch.log"
 [ "$got" = "$without_rank" ] ||
