@@ -13,7 +13,8 @@ BUILD   := build
 # -std=c11 (not gnu11) keeps floating-point contraction off; we also say it explicitly: an FMA
 # formed by the compiler would change the engine's bits.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN)
+SANITIZE ?= # an instrumented build's -fsanitize flags (make test-sanitize, make test-tsan)
+BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN) $(SANITIZE)
 CFLAGS   ?=
 SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(MPI_INC) $(CFLAGS)
 
@@ -46,7 +47,8 @@ TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(PROG_BIN) $(STANDIN_LIB)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all test test-unit test-scripts fuzz bench demo deps clean format
+.PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: format
 
 all: $(SHIM) $(TOOL)
 
@@ -57,7 +59,7 @@ $(BUILD)/obj/%.o: %.c
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.
 $(SHIM): $(SHIM_OBJ) $(HOOK_OBJ) shim/exports.map
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
+	$(CC) $(SANITIZE) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
 	    -o $@ $(SHIM_OBJ) $(HOOK_OBJ) -ldl -lpthread -lm
 
 # The mechanisms without the hooks, for unit tests that exercise internal functions.
@@ -126,6 +128,31 @@ FUZZ_SEED       ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 fuzz: deps
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 	$(FUZZ_BIN) $(FUZZ_ITERATIONS) $(FUZZ_SEED)
+
+# Sanitizer builds: the shim, its core, the unit tests and the fuzzer instrumented, each
+# build in a directory of its own; the programs the test scripts start stay plain (they stand
+# for the unmodified job). `make test-sanitize ONLY=tests/trace.sh` runs one script.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+
+instrumented: $(SHIM) $(UNIT_BIN) $(FUZZ_BIN) $(BUILD)/tests/libkeep_loaded.so
+
+$(BUILD)/tests/libkeep_loaded.so: tests/sanitize/keep_loaded.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@
+
+test-sanitize: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize SANITIZE="$(ASAN_FLAGS)" instrumented
+	@tools/run-sanitize address $(BUILD)/sanitize $(ONLY)
+
+# Criterion cannot start under ThreadSanitizer (its arena lies where TSan keeps its shadow:
+# Criterion issue #274), so the TSan build is the shim and the fuzzer only.
+test-tsan: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE="$(TSAN_FLAGS)" \
+	    $(BUILD)/tsan/libreprod_shim.so $(BUILD)/tsan/tests/fuzz_engine
+	@tools/run-sanitize thread $(BUILD)/tsan
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
