@@ -2,6 +2,7 @@
 #
 #   make          build/libreprod_shim.so and build/reprod
 #   make test     install missing Debian packages, build, run every test
+#   make fuzz     run the engine fuzzer for long (FUZZ_ITERATIONS, FUZZ_SEED)
 #   make bench    print the benchmark ratios
 #   make demo     run the example job natively and under the shim
 
@@ -16,7 +17,8 @@ BUILD   := build
 # -std=c11 (not gnu11) keeps floating-point contraction off; we also say it explicitly: an FMA
 # formed by the compiler would change the engine's bits.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN)
+SANITIZE ?= # an instrumented build's -fsanitize flags (make test-sanitize, make test-tsan)
+BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN) $(SANITIZE)
 CFLAGS   ?=
 SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
 
@@ -49,11 +51,13 @@ PROG_BIN  := $(filter-out $(BUILD)/tests/progs/failalloc,$(PROG_SRC:tests/progs/
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
-TEST_BIN  := $(UNIT_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB)
+FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
+TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all test test-unit test-scripts bench demo deps clean format
+.PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: format
 
 all: $(SHIM) $(TOOL)
 
@@ -67,7 +71,7 @@ $(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.
 $(SHIM): $(SHIM_OBJ) $(HOOK_OBJ) shim/exports.map
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
+	$(CC) $(SANITIZE) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
 	    -o $@ $(SHIM_OBJ) $(HOOK_OBJ) -ldl -lpthread -lm
 
 # The mechanisms without the hooks, for unit tests that exercise internal functions.
@@ -83,6 +87,11 @@ $(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+
+# The engine's fuzzer against MPFR (tests/fuzz_engine.c; make fuzz).
+$(BUILD)/tests/fuzz_engine: tests/fuzz_engine.c tests/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lmpfr -lgmp -ldl -lpthread -lm
 
 # Plain test programs (no shim, no MPI): what a preloaded process looks like from inside.
 $(BUILD)/tests/progs/%: tests/progs/%.c
@@ -153,6 +162,39 @@ test: deps
 # `make test-scripts ONLY=tests/mpi_exactness.sh`.
 test-unit test-scripts: all $(TEST_BIN)
 	@tools/run-tests $(@:test-%=%) $(ONLY)
+
+# The engine fuzzer for long: `make fuzz`, `make fuzz FUZZ_ITERATIONS=1000000 FUZZ_SEED=42`
+# (a random seed by default; the fuzzer prints it, and a failure prints the command to replay).
+FUZZ_ITERATIONS ?= 100000
+FUZZ_SEED       ?= $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	$(FUZZ_BIN) $(FUZZ_ITERATIONS) $(FUZZ_SEED)
+
+# Sanitizer builds: the shim, its core, the unit tests and the fuzzer instrumented, each
+# build in a directory of its own; the programs the test scripts start stay plain (they stand
+# for the unmodified job). `make test-sanitize ONLY=tests/trace.sh` runs one script.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+
+instrumented: $(SHIM) $(UNIT_BIN) $(FUZZ_BIN) $(BUILD)/tests/libkeep_loaded.so
+
+$(BUILD)/tests/libkeep_loaded.so: tests/sanitize/keep_loaded.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@
+
+test-sanitize: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize SANITIZE="$(ASAN_FLAGS)" instrumented
+	@tools/run-sanitize address $(BUILD)/sanitize $(ONLY)
+
+# Criterion cannot start under ThreadSanitizer (its arena lies where TSan keeps its shadow:
+# Criterion issue #274), so the TSan build is the shim and the fuzzer only.
+test-tsan: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE="$(TSAN_FLAGS)" \
+	    $(BUILD)/tsan/libreprod_shim.so $(BUILD)/tsan/tests/fuzz_engine
+	@tools/run-sanitize thread $(BUILD)/tsan
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)

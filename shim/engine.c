@@ -26,11 +26,15 @@
 #define ORDERED_BLOCK 512 /* elements per block of the ordered fold (acc stays in L1) */
 #define ORDERED_GROUP 8   /* contributions folded per pass over a block */
 
-/* The ordered fold: AVX-512 or AVX2 clones where the CPU has them, plain x86-64 otherwise. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ORDERED_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+/* The ordered fold is compiled once per kernel level and chosen by kernel_level(), not by
+ * target_clones: a clone's IFUNC resolver runs while the loader relocates the shim, before a
+ * sanitizer's runtime is initialised, and an instrumented resolver crashes there. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ORDERED_AVX512 __attribute__((target("avx512f")))
+#define ORDERED_AVX2   __attribute__((target("avx2")))
 #else
-#define ORDERED_KERNEL
+#define ORDERED_AVX512
+#define ORDERED_AVX2
 #endif
 
 typedef float v16f __attribute__((vector_size(64))); /* the ordered fold's vectors: one */
@@ -532,10 +536,11 @@ ORDERED_PASS(ordered_pass_double, double, v8d)
         }                                                                                          \
     } while (0)
 
-/* The ordered fold of a binary32 or binary64 block (T, pass as above) into dst. */
-#define ORDERED_FOLD(name, T, pass)                                                                \
-    ORDERED_KERNEL static void name(const T *const *c, int count, size_t element_count, T *result, \
-                                    int average)                                                   \
+/* The ordered fold of a binary32 or binary64 block (T, pass as above) into dst, for the
+ * instruction set `target`; ordered_average divides for AVG. */
+#define ORDERED_FOLD(name, target, T, pass, ordered_average)                                       \
+    target static void name(const T *const *c, int count, size_t element_count, T *result,         \
+                            int average)                                                           \
     {                                                                                              \
         T acc[ORDERED_BLOCK];                                                                      \
         for (size_t base = 0; base < element_count; base += ORDERED_BLOCK) {                       \
@@ -579,12 +584,24 @@ static void ordered_average_double(const double *acc, int count, size_t length, 
         out[j] = acc[j] / (double)count; /* N < 2^31 is exact: one rounding */
 }
 
-#define ordered_average ordered_average_float
-ORDERED_FOLD(ordered_fold_float, float, ordered_pass_float)
-#undef ordered_average
-#define ordered_average ordered_average_double
-ORDERED_FOLD(ordered_fold_double, double, ordered_pass_double)
-#undef ordered_average
+/* name: the ordered fold of the widest kernel level allowed (every level adds the same). */
+#define ORDERED_FOLDS(name, T, pass, ordered_average)                                              \
+    ORDERED_FOLD(name##_avx512, ORDERED_AVX512, T, pass, ordered_average)                          \
+    ORDERED_FOLD(name##_avx2, ORDERED_AVX2, T, pass, ordered_average)                              \
+    ORDERED_FOLD(name##_generic, , T, pass, ordered_average)                                       \
+    static void name(const T *const *c, int count, size_t element_count, T *result, int average)  \
+    {                                                                                              \
+        enum engine_kernel_level level = kernel_level();                                           \
+        if (level == ENGINE_KERNELS_AVX512)                                                        \
+            name##_avx512(c, count, element_count, result, average);                               \
+        else if (level == ENGINE_KERNELS_AVX2)                                                     \
+            name##_avx2(c, count, element_count, result, average);                                 \
+        else                                                                                       \
+            name##_generic(c, count, element_count, result, average);                              \
+    }
+
+ORDERED_FOLDS(ordered_fold_float, float, ordered_pass_float, ordered_average_float)
+ORDERED_FOLDS(ordered_fold_double, double, ordered_pass_double, ordered_average_double)
 
 /* The ordered fold of binary16 or bfloat16: each addition is exact in binary64 (binary16) or
  * rounded twice harmlessly (bfloat16: 53 >= 2 * 8 + 2), then rounded to nearest in the type. */

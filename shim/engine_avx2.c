@@ -10,18 +10,22 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define AVX2_FUNCTION __attribute__((target("avx2")))
 
 int engine_cpu_has_avx2(void)
 {
-    static int cached = -1; /* benign race: every thread computes the same value */
-    if (cached < 0) {
+    /* Every thread computes the same value: a relaxed atomic makes the race a defined one. */
+    static _Atomic int cached = -1;
+    int has = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (has < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        atomic_store_explicit(&cached, has, memory_order_relaxed);
     }
-    return cached;
+    return has;
 }
 
 /* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the

@@ -9,6 +9,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define AVX512_FUNCTION __attribute__((target("avx512f")))
@@ -16,12 +17,15 @@
 
 int engine_cpu_has_avx512(void)
 {
-    static int cached = -1; /* benign race: every thread computes the same value */
-    if (cached < 0) {
+    /* Every thread computes the same value: a relaxed atomic makes the race a defined one. */
+    static _Atomic int cached = -1;
+    int has = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (has < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") != 0;
+        has = __builtin_cpu_supports("avx512f") != 0;
+        atomic_store_explicit(&cached, has, memory_order_relaxed);
     }
-    return cached;
+    return has;
 }
 
 /* Clear the inexact flag; the memory clobber keeps the input loads after it. */

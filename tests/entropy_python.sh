@@ -9,7 +9,7 @@ unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID
 [ -f "$SHIM" ] || fail "$SHIM is not built"
 
 PROGRAM='import random, numpy; print(random.random(), numpy.random.default_rng().random())'
-run() { env LD_PRELOAD="$SHIM" "$@" "$PYTHON" -c "$PROGRAM"; }
+run() { env LD_PRELOAD="$PRELOAD" "$@" "$PYTHON" -c "$PROGRAM"; }
 
 first=$(run REPROD_ENTROPY=7 2>"$BUILD/entropy_python.err") || fail "python failed"
 warning=$(cat "$BUILD/entropy_python.err")
@@ -42,7 +42,7 @@ for child in (1, 2):
     os.waitpid(pid, 0)
 print("parent", os.urandom(8).hex(), random.random(), numpy.random.default_rng().random(), flush=True)
 EOF
-fork_run() { REPROD_ENTROPY=7 LD_PRELOAD="$SHIM" "$PYTHON" -c "$FORKING" 2>/dev/null; }
+fork_run() { REPROD_ENTROPY=7 LD_PRELOAD="$PRELOAD" "$PYTHON" -c "$FORKING" 2>/dev/null; }
 one=$(fork_run)
 two=$(fork_run)
 [ "$one" = "$two" ] || fail "with a fork, two runs differ: '$one' vs '$two'"

@@ -13,7 +13,7 @@ PROBE=$BUILD/tests/progs/entropy_probe
 [ -x "$PROBE" ] || fail "$PROBE is not built"
 [ -f "$SHIM" ] || fail "$SHIM is not built"
 
-probe() { env LD_PRELOAD="$SHIM" "$@" "$PROBE" all 2>/dev/null; }
+probe() { env LD_PRELOAD="$PRELOAD" "$@" "$PROBE" all 2>/dev/null; }
 
 first=$(probe REPROD_ENTROPY=7) || fail "entropy_probe failed under the shim"
 second=$(probe REPROD_ENTROPY=7)
@@ -43,14 +43,14 @@ ok "fork children (first, second) and the parent draw different streams; no rout
 file=$BUILD/entropy_sources.data
 printf 'regular file bytes, not entropy' >"$file"
 expected=$("$PROBE" files "$file")
-got=$(REPROD_ENTROPY=7 LD_PRELOAD="$SHIM" "$PROBE" files "$file" 2>/dev/null)
+got=$(REPROD_ENTROPY=7 LD_PRELOAD="$PRELOAD" "$PROBE" files "$file" 2>/dev/null)
 rm -f "$file"
 [ "$got" = "$expected" ] || fail "reading a regular file under REPROD_ENTROPY: '$got' vs '$expected'"
 echo "$got" | grep -q "^note:" && fail "the test did not get the descriptor number reused: $got"
 ok "regular files read unchanged, also on a reused descriptor of /dev/urandom"
 
 # REPROD_MODE=off: the shim changes nothing, and says that REPROD_ENTROPY is ignored.
-modeoff=$(REPROD_MODE=off REPROD_ENTROPY=7 LD_PRELOAD="$SHIM" "$PROBE" all 2>"$BUILD/entropy_sources.err")
+modeoff=$(REPROD_MODE=off REPROD_ENTROPY=7 LD_PRELOAD="$PRELOAD" "$PROBE" all 2>"$BUILD/entropy_sources.err")
 grep -q "REPROD_ENTROPY=7 ignored: REPROD_MODE=off" "$BUILD/entropy_sources.err" ||
     fail "REPROD_MODE=off with REPROD_ENTROPY: no message: $(cat "$BUILD/entropy_sources.err")"
 [ -z "$(comm -12 <(echo "$first" | sort) <(echo "$modeoff" | sort) | grep -v '^arc4random_uniform')" ] ||
@@ -62,6 +62,11 @@ ok "REPROD_MODE=off: REPROD_ENTROPY ignored, with a message"
 # LD_PRELOAD is ignored there by the loader, so the probe loads the shim with dlopen.
 if [ "$(id -u)" != 0 ]; then
     echo "note: not root: cannot make a setuid-to-another-user copy; the secure-execution test is skipped"
+    exit 0
+fi
+if sanitized; then
+    echo "note: an instrumented shim cannot be loaded into a setuid process (the loader ignores"
+    echo "      LD_PRELOAD there, and the sanitizer's runtime must come first): skipped"
     exit 0
 fi
 setuid_copies "$PROBE"

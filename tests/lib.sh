@@ -4,8 +4,14 @@
 
 set -u
 ROOT=$(pwd)
-SHIM=$ROOT/build/libreprod_shim.so
 BUILD=$ROOT/build
+# The shim under test, and what must be preloaded before it. By default the build's shim
+# alone; make test-sanitize names an instrumented shim (TEST_SHIM) and the sanitizer's
+# runtime (TEST_PRELOAD_FIRST, colon-separated), which must come first in a program that is
+# not instrumented itself. (Not REPROD_* names: the shim warns about unknown ones.)
+SHIM=${TEST_SHIM:-$ROOT/build/libreprod_shim.so}
+PRELOAD_FIRST=${TEST_PRELOAD_FIRST:-}
+PRELOAD=${PRELOAD_FIRST:+$PRELOAD_FIRST:}$SHIM # LD_PRELOAD of a process under the shim
 PYTHON=/usr/bin/python3 # Debian's, with numpy, torch and mpi4py
 
 # Open MPI refuses root unless told; CI runs as root.
@@ -34,7 +40,23 @@ run_mpi() {
 run_mpi_shim() {
     local np=$1
     shift
-    run_mpi "$np" -x LD_PRELOAD="$SHIM" "$@"
+    run_mpi "$np" -x LD_PRELOAD="$PRELOAD" "$@"
+}
+
+# with_sanitizer_runtime ARGS...: run ARGS with the sanitizer's runtime preloaded (plainly when
+# the shim is not instrumented): for programs that dlopen the shim rather than preload it.
+with_sanitizer_runtime() {
+    if [ -n "$PRELOAD_FIRST" ]; then
+        env LD_PRELOAD="$PRELOAD_FIRST" "$@"
+    else
+        "$@"
+    fi
+}
+
+# sanitized: whether the shim under test is an instrumented build (its link-time dependencies
+# include the sanitizer's runtime, and a setuid process cannot load it).
+sanitized() {
+    [ -n "$PRELOAD_FIRST" ]
 }
 
 # run_mpich NP ARGS...: a local MPICH job of NP ranks (Hydra; -env NAME VALUE sets a variable in
@@ -49,7 +71,7 @@ run_mpich() {
 run_mpich_shim() {
     local np=$1
     shift
-    run_mpich "$np" -env LD_PRELOAD "${PRELOAD:-$SHIM}" "$@"
+    run_mpich "$np" -env LD_PRELOAD "$PRELOAD" "$@"
 }
 
 # setuid_copies PROGRAM: a new directory, $SETUID_DIR (the caller removes it), readable by

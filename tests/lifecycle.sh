@@ -14,7 +14,7 @@ trap 'rm -rf "$dir"' EXIT
 # and write must not re-enter either).
 for entropy in "" 7; do
     out=$(timeout -k 2 20 env LIFECYCLE_REENTER=1 REPROD_ENTROPY=$entropy REPROD_VERBOSE=2 \
-        REPROD_LOG="$dir/log" LD_PRELOAD="$SHIM" "$PROBE" calls 2>"$dir/err")
+        REPROD_LOG="$dir/log" LD_PRELOAD="$PRELOAD" "$PROBE" calls 2>"$dir/err")
     status=$?
     [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
         fail "re-entry during initialisation hangs (REPROD_ENTROPY='$entropy')"
@@ -29,7 +29,7 @@ ok "hooked calls that re-enter the shim's initialisation return, unchanged; main
 # Fork while other threads walk the loaded objects; every child walks too. Three runs: each
 # fork has a good chance to land inside a walk.
 for run in 1 2 3; do
-    out=$(timeout -k 2 60 env LD_PRELOAD="$SHIM" "$PROBE" fork 2>&1)
+    out=$(timeout -k 2 60 env LD_PRELOAD="$PRELOAD" "$PROBE" fork 2>&1)
     status=$?
     [ "$status" -ne 124 ] && [ "$status" -ne 137 ] || fail "a fork child hangs resolving a symbol (run $run)"
     [ "$status" -eq 0 ] || fail "fork under resolving threads, run $run: status $status: $out"

@@ -27,7 +27,7 @@ job() {
     shift
     local program=$BUILD/tests/mpi/hostile runner=run_mpi flag=-x
     [ "$family" = mpich ] && program=$BUILD/tests/mpich/hostile runner=run_mpich flag=-env
-    [ "$mode" = shim ] && settings=("LD_PRELOAD=${PRELOAD:-$SHIM}" "${settings[@]}")
+    [ "$mode" = shim ] && settings=("LD_PRELOAD=$PRELOAD" "${settings[@]}")
     local arguments=()
     for setting in "${settings[@]}"; do
         if [ "$flag" = -env ]; then
@@ -92,7 +92,7 @@ for family in openmpi mpich; do
     grep -m1 '^waitall' "$LOG/last"
 
     # One rank out of memory for the shim's scratch: the job stops with a message, never hangs.
-    expect stop "$family" shim 3 LD_PRELOAD="${PRELOAD:-$SHIM} $FAILALLOC" FAILALLOC_RANK=1 \
+    expect stop "$family" shim 3 LD_PRELOAD="$PRELOAD $FAILALLOC" FAILALLOC_RANK=1 \
         FAILALLOC_BYTES=1000000 -- alloc-fail
     grep -q 'reprod\[1\]: error: MPI_Allreduce: no memory' "$LOG/last" ||
         problems+=("$family: out of scratch memory without the error line naming MPI_Allreduce")

@@ -5,11 +5,13 @@
 
 [ -f "$SHIM" ] || fail "$SHIM is not built"
 
-# Link-time dependencies: libc, libdl, libpthread, libm only.
+# Link-time dependencies: libc, libdl, libpthread, libm only (and a sanitizer's runtime in an
+# instrumented build).
 needed=$(readelf -d "$SHIM" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 for library in $needed; do
     case $library in
     libc.so.* | libdl.so.* | libpthread.so.* | libm.so.* | ld-linux*) ;;
+    libasan.so.* | libubsan.so.* | libtsan.so.*) sanitized || fail "the shim needs $library" ;;
     *) fail "the shim needs $library at link time (needs: $needed)" ;;
     esac
 done
@@ -29,7 +31,7 @@ expect_unchanged() {
     local native_out native_err native_status shim_out shim_err shim_status
     native_out=$("$@" 2>/tmp/reprod_native_err.$$)
     native_status=$?
-    shim_out=$(LD_PRELOAD=$SHIM "$@" 2>/tmp/reprod_shim_err.$$)
+    shim_out=$(LD_PRELOAD=$PRELOAD "$@" 2>/tmp/reprod_shim_err.$$)
     shim_status=$?
     native_err=$(cat /tmp/reprod_native_err.$$)
     shim_err=$(cat /tmp/reprod_shim_err.$$)
@@ -51,7 +53,7 @@ expect_unchanged "REPROD_VERBOSE=1 /bin/true (nothing intercepted: no summary)" 
 
 # mpirun itself (and its daemons) under the shim: the job runs as before.
 native=$(run_mpi 2 /bin/echo hello 2>&1)
-shim=$(LD_PRELOAD=$SHIM run_mpi 2 /bin/echo hello 2>&1)
+shim=$(LD_PRELOAD=$PRELOAD run_mpi 2 /bin/echo hello 2>&1)
 [ "$native" = "$shim" ] || fail "mpirun with the shim preloaded: '$shim' vs '$native'"
 ok "mpirun with the shim preloaded runs unchanged"
 

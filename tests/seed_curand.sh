@@ -10,7 +10,7 @@ PROGS=$BUILD/tests/progs
 for program in seed_curand seed_derive; do
     [ -x "$PROGS/$program" ] || fail "$PROGS/$program is not built"
 done
-derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
 
 libraries=("$BUILD/tests/standins/libcurand.so")
 [ -f "${libraries[0]}" ] || fail "${libraries[0]} is not built"
@@ -28,7 +28,7 @@ for library in "${libraries[@]}"; do
     case $library in */standins/*) name="the libcurand stand-in" ;; esac
     plain=$("$PROGS/seed_curand" "$library" $SEED) || fail "$name: seed_curand failed"
     for policy in hash rank; do
-        got=$(RANK=2 REPROD_SEED_POLICY=$policy REPROD_VERBOSE=2 LD_PRELOAD="$SHIM" \
+        got=$(RANK=2 REPROD_SEED_POLICY=$policy REPROD_VERBOSE=2 LD_PRELOAD="$PRELOAD" \
             "$PROGS/seed_curand" "$library" $SEED 2>"$BUILD/seed_curand.log") ||
             fail "$name: seed_curand failed under the shim: $(cat "$BUILD/seed_curand.log")"
         derived=$(derive $policy 2 64 $SEED)
@@ -39,7 +39,7 @@ for library in "${libraries[@]}"; do
         grep -qF "seed: curandSetPseudoRandomGeneratorSeed $SEED -> $derived (policy $policy, rank 2 from RANK)" \
             "$BUILD/seed_curand.log" || fail "$name: no log line: $(cat "$BUILD/seed_curand.log")"
     done
-    off=$(REPROD_SEED_POLICY=off LD_PRELOAD="$SHIM" "$PROGS/seed_curand" "$library" $SEED)
+    off=$(REPROD_SEED_POLICY=off LD_PRELOAD="$PRELOAD" "$PROGS/seed_curand" "$library" $SEED)
     [ "$off" = "$plain" ] || fail "$name: REPROD_SEED_POLICY=off changed the generator"
     ok "$name: seeded as reprod_seed_derive says (hash, rank), unchanged under off"
 done

@@ -20,8 +20,8 @@ S48=1234567 # the X of seed48 and lcong48
 APIS="srand srandom initstate srand48 seed48 lcong48 initstate_r srandom_r srand48_r seed48_r
 lcong48_r"
 
-derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
-shimmed() { env LD_PRELOAD="$SHIM" "$@"; }
+derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+shimmed() { env LD_PRELOAD="$PRELOAD" "$@"; }
 
 # What a run without the shim prints when seeded as the shim would seed on RANK under POLICY.
 expected_for() { # POLICY RANK
@@ -97,7 +97,7 @@ ok "each seeding call is logged at REPROD_VERBOSE=2 with the API, the seeds and 
 # The rank from each launcher's variable.
 for variable in RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID; do
     got=$(env "$variable=5" REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 \
-        LD_PRELOAD="$SHIM" "$PROGS/seed_libc" $S32 $S48 2>/tmp/reprod_seed_log.$$)
+        LD_PRELOAD="$PRELOAD" "$PROGS/seed_libc" $S32 $S48 2>/tmp/reprod_seed_log.$$)
     log=$(cat /tmp/reprod_seed_log.$$)
     rm -f /tmp/reprod_seed_log.$$
     [ "$got" = "$(expected_for rank 5)" ] || fail "$variable=5: not seeded as rank 5"

@@ -15,7 +15,7 @@ STANDIN=$BUILD/tests/standins/libtorchcuda.so
 for program in "$PROGS/seed_derive" "$PROGS/seed_torch_standin" "$STANDIN"; do
     [ -e "$program" ] || fail "$program is not built"
 done
-derive() { "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
 
 # CUDA generator semantics, on the stand-in (no GPU needed).
 SEED=42
@@ -28,7 +28,7 @@ standin_steps() { # SEED AFTER_MANUAL_SEED STATE_SEED: what the stand-in should 
 plain=$("$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED)
 [ "$plain" = "$(standin_steps $SEED $SEED $STATE_SEED)" ] ||
     fail "the stand-in misbehaves without the shim: $plain"
-got=$(REPROD_VERBOSE=2 LD_PRELOAD=$SHIM "$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED 2>"$BUILD/seed_torch.log")
+got=$(REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD "$PROGS/seed_torch_standin" "$STANDIN" $SEED $STATE_SEED 2>"$BUILD/seed_torch.log")
 log=$(cat "$BUILD/seed_torch.log")
 rm -f "$BUILD/seed_torch.log"
 derived=$(derive hash 0 64 $SEED)
@@ -96,8 +96,8 @@ without_hash=$(echo "$without" | head -$LINES_PER_SEED)
 without_rank=$(echo "$without" | tail -$LINES_PER_SEED)
 echo "$without_hash" | grep -q "^manual_seed $hash_seed " || fail "unexpected output: $without"
 
-first=$(LD_PRELOAD=$SHIM run_torch $SEED) || fail "python with torch failed under the shim"
-second=$(LD_PRELOAD=$SHIM run_torch $SEED)
+first=$(LD_PRELOAD=$PRELOAD run_torch $SEED) || fail "python with torch failed under the shim"
+second=$(LD_PRELOAD=$PRELOAD run_torch $SEED)
 [ "$first" = "$second" ] || fail "two runs under the shim differ: '$first' vs '$second'"
 for check in "set_rng_state replays" "fork_rng restores"; do
     echo "$first" | grep -qx "$check True" || fail "$check: $first"
@@ -112,7 +112,7 @@ done
 ok "torch.manual_seed and Generator.manual_seed: repeat, and equal seeding with reprod_seed_derive"
 ok "torch.manual_seed(torch.initial_seed()) keeps the stream; get/set_rng_state and fork_rng replay"
 
-got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$SHIM run_torch $SEED 2>"$BUILD/seed_torch.log")
+got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD run_torch $SEED 2>"$BUILD/seed_torch.log")
 log=$(cat "$BUILD/seed_torch.log")
 rm -f "$BUILD/seed_torch.log"
 [ "$got" = "$without_rank" ] ||

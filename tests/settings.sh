@@ -6,12 +6,12 @@
 check_refused() {
     local setting=$1 variable=${1%%=*}
     local err status
-    err=$(env "$setting" LD_PRELOAD="$SHIM" /bin/echo main-ran 2>&1 >/dev/null)
+    err=$(env "$setting" LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1 >/dev/null)
     status=$?
     [ "$status" -eq 2 ] || fail "$setting: exit status $status, expected 2"
     [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "$setting: more than one line: $err"
     grep -q "$variable" <<<"$err" || fail "$setting: message does not name $variable: $err"
-    out=$(env "$setting" LD_PRELOAD="$SHIM" /bin/echo main-ran 2>/dev/null)
+    out=$(env "$setting" LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>/dev/null)
     [ -z "$out" ] || fail "$setting: main ran before the process stopped"
     ok "$setting refused: $err"
 }
@@ -24,7 +24,7 @@ check_refused REPROD_VERBOSE=9
 check_refused REPROD_LOG=/tmp/x.%z
 
 # Under mpirun the job stops at start too, with status 2 from the ranks.
-err=$(run_mpi 2 -x REPROD_MODE=fast -x LD_PRELOAD="$SHIM" /bin/echo main-ran 2>&1)
+err=$(run_mpi 2 -x REPROD_MODE=fast -x LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1)
 status=$?
 [ "$status" -ne 0 ] || fail "mpirun with REPROD_MODE=fast succeeded"
 grep -q "REPROD_MODE=fast" <<<"$err" || fail "mpirun: the message does not name the variable: $err"
@@ -32,7 +32,7 @@ grep -q "REPROD_MODE=fast" <<<"$err" || fail "mpirun: the message does not name 
 ok "under mpirun a bad setting stops the job (status $status)"
 
 # Unknown variable: a warning with the nearest known name; the process still runs.
-out=$(REPROD_MOD=exact LD_PRELOAD="$SHIM" /bin/echo main-ran 2>&1)
+out=$(REPROD_MOD=exact LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1)
 grep -q "unknown variable REPROD_MOD; did you mean REPROD_MODE?" <<<"$out" ||
     fail "no warning for REPROD_MOD: $out"
 grep -q main-ran <<<"$out" || fail "REPROD_MOD stopped the process"
@@ -48,7 +48,7 @@ ok "reprod settings validates and prints the settings"
 # The log pattern: %h, %p and %r expand, and the file receives the lines.
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-run_mpi 2 -x LD_PRELOAD="$SHIM" -x REPROD_VERBOSE=1 -x REPROD_LOG="$dir/log.%h.%r.%p" \
+run_mpi 2 -x LD_PRELOAD="$PRELOAD" -x REPROD_VERBOSE=1 -x REPROD_LOG="$dir/log.%h.%r.%p" \
     "$BUILD/tests/mpi/exactness" >/dev/null 2>"$dir/stderr" || fail "exactness under the shim failed: $(cat "$dir/stderr")"
 files=$(ls "$dir" | grep -c "^log\.$(hostname)\.[01]\.[0-9]*$")
 [ "$files" -eq 2 ] || fail "expected one log file per rank, got: $(ls "$dir")"
@@ -64,7 +64,7 @@ check_refused REPROD_ENTROPY=0x
 
 # An unknown name too far from every known one (here longer than 63 characters) says so.
 long=REPROD_$(printf 'X%.0s' $(seq 70))
-out=$(env "$long=1" LD_PRELOAD="$SHIM" /bin/echo main-ran 2>&1)
+out=$(env "$long=1" LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1)
 grep -q "unknown variable $long; no known name is close (known: REPROD_MODE," <<<"$out" ||
     fail "no proper warning for a 77-character unknown name: $out"
 ! grep -q "(null)" <<<"$out" || fail "the warning names (null): $out"
@@ -75,7 +75,7 @@ ok "an unknown name that is close to none: $(head -c 100 <<<"$out")..."
 # not written). /dev/null is a fine log. An existing log is appended to, never truncated.
 PROBE=$BUILD/tests/progs/lifecycle_probe
 logged() { # logged LOG: a seeding call logged at REPROD_VERBOSE=2 to LOG; stderr in $dir/err
-    timeout -k 2 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$SHIM" "$PROBE" calls \
+    timeout -k 2 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$PRELOAD" "$PROBE" calls \
         >/dev/null 2>"$dir/err"
 }
 check_log_refused() { # check_log_refused LOG WHY

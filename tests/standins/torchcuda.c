@@ -81,10 +81,14 @@ struct generator *cuda_clone_impl(const struct generator *self)
     return clone;
 }
 
-/* torch.cuda.default_generators[0]: created, then seeded by the user. */
+/* torch.cuda.default_generators[0]: created once, then seeded by the user. Like PyTorch's, it
+ * lives as long as the process (held here, so that a leak check does not count it). */
+static struct generator *default_generator;
+
 struct generator *standin_generator(void)
 {
-    return cuda_create(0);
+    if (default_generator == NULL) default_generator = cuda_create(0);
+    return default_generator;
 }
 
 /* Generator.manual_seed: at::Generator::set_current_seed, inline: impl_->set_current_seed. */

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ORACLE_MAX_TERMS  64   /* the most contributions a test case uses */
-#define ORACLE_EXACT_BITS 2400 /* > 1074 + 1024 + log2(64): any sum of doubles is exact */
+#define ORACLE_MAX_TERMS  80   /* the most contributions a test case or the fuzzer uses */
+#define ORACLE_EXACT_BITS 2400 /* > 1074 + 1024 + log2(80): any sum of doubles is exact */
 
 /* A format as the tests see it. */
 struct tfmt {
