@@ -37,6 +37,22 @@ MPI_HOOK(Init_thread, (int *argc, char ***argv, int required, int *provided))
     return rc;
 }
 
+/* MPI-4 sessions: reductions on communicators made from a session are intercepted while one
+ * lives, though MPI_Initialized says no. */
+MPI_HOOK(Session_init, (mpi_handle info, mpi_handle errhandler, void *session))
+{
+    int rc = REAL_MPI(Session_init)(info, errhandler, session);
+    if (rc == REPROD_MPI_OK) reprod_mpi_count_session(+1);
+    return rc;
+}
+
+MPI_HOOK(Session_finalize, (void *session))
+{
+    int rc = REAL_MPI(Session_finalize)(session);
+    if (rc == REPROD_MPI_OK) reprod_mpi_count_session(-1);
+    return rc;
+}
+
 MPI_HOOK(Finalize, (void))
 {
     reprod_mpi_set_state(REPROD_MPI_FINALIZING);
@@ -48,10 +64,10 @@ MPI_HOOK(Finalize, (void))
 static enum reprod_action check_buffers(struct mpi_reduction *reduction, enum reprod_action action,
                                         enum reprod_reason *reason, const void *sendbuf,
                                         const void *recvbuf, mpi_count elements, int receives,
-                                        int send_in_place_allowed)
+                                        int alias_checked, int send_in_place_allowed)
 {
     if (action == REPROD_ACTION_PASS ||
-        !mpi_buffers_erroneous(reduction, sendbuf, recvbuf, elements, receives,
+        !mpi_buffers_erroneous(reduction, sendbuf, recvbuf, elements, receives, alias_checked,
                                send_in_place_allowed))
         return action;
     *reason = REPROD_PASS_BAD_ARGUMENT;
@@ -66,7 +82,7 @@ static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_co
     enum reprod_reason reason;
     enum reprod_action action =
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, 1, 1);
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, 1, 1, 1);
     if (action == REPROD_ACTION_PASS) {
         struct mpi_pass pass;
         mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
@@ -112,7 +128,8 @@ static int reduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, is_root, is_root);
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, is_root, is_root,
+                           is_root);
     if (action == REPROD_ACTION_PASS) {
         struct mpi_pass pass;
         mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
@@ -192,7 +209,7 @@ static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
         }
     }
     int receives = widened && widened[reduction.rank] > 0;
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, total, receives, 1);
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, total, receives, 1, 1);
     if (action == REPROD_ACTION_PASS) {
         free(widened);
         struct mpi_pass pass;
@@ -279,7 +296,7 @@ static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count c
     enum reprod_action action =
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
     int receives = !exclusive || reduction.rank > 0;
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, receives, 1);
+    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, receives, 1, 1);
     if (action == REPROD_ACTION_PASS) {
         struct mpi_pass pass;
         mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));

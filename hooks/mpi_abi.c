@@ -87,7 +87,7 @@ static const int required_functions[] = {
     MPI_FUNCTION_Abort,           MPI_FUNCTION_Error_class,          MPI_FUNCTION_Comm_size,
     MPI_FUNCTION_Comm_rank,       MPI_FUNCTION_Comm_test_inter,      MPI_FUNCTION_Type_size_x,
     MPI_FUNCTION_Type_get_extent, MPI_FUNCTION_Type_get_true_extent, MPI_FUNCTION_Type_get_envelope,
-    MPI_FUNCTION_Type_get_contents, MPI_FUNCTION_Type_dup,           MPI_FUNCTION_Type_free,
+    MPI_FUNCTION_Type_get_contents, MPI_FUNCTION_Comm_call_errhandler, MPI_FUNCTION_Type_free,
     MPI_FUNCTION_Type_create_hindexed, MPI_FUNCTION_Type_commit,     MPI_FUNCTION_Pack,
     MPI_FUNCTION_Unpack,          MPI_FUNCTION_Reduce_local,         MPI_FUNCTION_Op_free,
 };
@@ -192,8 +192,14 @@ int mpi_error_class(int code)
 }
 
 static _Atomic int mpi_state = REPROD_MPI_NOT_STARTED;
+static _Atomic int live_sessions;
 
-enum reprod_mpi_state reprod_mpi_state(void)
+void reprod_mpi_count_session(int change)
+{
+    atomic_fetch_add(&live_sessions, change);
+}
+
+int reprod_mpi_world_running(void)
 {
     int state = atomic_load_explicit(&mpi_state, memory_order_relaxed);
     if (state == REPROD_MPI_NOT_STARTED) {
@@ -205,7 +211,14 @@ enum reprod_mpi_state reprod_mpi_state(void)
             atomic_compare_exchange_strong(&mpi_state, &state, REPROD_MPI_RUNNING);
         state = atomic_load(&mpi_state);
     }
-    return (enum reprod_mpi_state)state;
+    return state == REPROD_MPI_RUNNING;
+}
+
+enum reprod_mpi_state reprod_mpi_state(void)
+{
+    if (atomic_load_explicit(&live_sessions, memory_order_relaxed) > 0) return REPROD_MPI_RUNNING;
+    if (reprod_mpi_world_running()) return REPROD_MPI_RUNNING;
+    return (enum reprod_mpi_state)atomic_load(&mpi_state);
 }
 
 void reprod_mpi_set_state(enum reprod_mpi_state state)

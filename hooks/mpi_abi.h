@@ -64,6 +64,8 @@ struct mpi_constants {
     const struct mpi_predefined *deterministic_ops; /* max, min, logical, bitwise, loc, ... */
     size_t deterministic_op_count;
     const char *allgather_init_name; /* the persistent all-gather: MPI-4's or Open MPI's MPIX_ */
+    int persistent_derived_broken;   /* its persistent all-gather mishandles derived datatypes
+                                        (MPICH 4.0 releases a datatype reference each round) */
 };
 
 extern const struct mpi_constants reprod_mpi_openmpi;
@@ -157,7 +159,6 @@ extern const struct mpi_constants reprod_mpi_mpich;
     X(Type_get_true_extent, (mpi_handle, mpi_count *, mpi_count *))                                     \
     X(Type_get_envelope, (mpi_handle, int *, int *, int *, int *))                                      \
     X(Type_get_contents, (mpi_handle, int, int, int, int *, mpi_count *, void *))                       \
-    X(Type_dup, (mpi_handle, void *))                                                                   \
     X(Type_free, (void *))                                                                         \
     X(Type_create_hindexed, (int, const int *, const mpi_count *, mpi_handle, void *))                  \
     X(Type_commit, (void *))                                                                       \
@@ -165,7 +166,10 @@ extern const struct mpi_constants reprod_mpi_mpich;
     X(Unpack, (const void *, int, int *, void *, int, mpi_handle, mpi_handle))                               \
     X(Reduce_local, (const void *, void *, int, mpi_handle, mpi_handle))                                     \
     X(Reduce_local_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle))                             \
-    X(Op_free, (void *))
+    X(Op_free, (void *))                                                                           \
+    X(Comm_call_errhandler, (mpi_handle, int))                                                     \
+    X(Session_init, (mpi_handle, mpi_handle, void *))                                              \
+    X(Session_finalize, (void *))
 /* clang-format on */
 
 #define REPROD_MPI_POINTER(name, parameters) int(*name) parameters;
@@ -216,7 +220,8 @@ int mpi_status_error(const void *statuses, long index);
 int mpi_error_class(int code);
 
 /* Where MPI is in its life, as MPI_Init, MPI_Init_thread and MPI_Finalize were seen (or
- * MPI_Initialized, for an MPI started before the shim could see it). */
+ * MPI_Initialized, for an MPI started before the shim could see it), and MPI-4 sessions:
+ * running while the world model or a session is. */
 enum reprod_mpi_state {
     REPROD_MPI_NOT_STARTED = 0,
     REPROD_MPI_RUNNING,
@@ -224,6 +229,13 @@ enum reprod_mpi_state {
 };
 enum reprod_mpi_state reprod_mpi_state(void);
 void reprod_mpi_set_state(enum reprod_mpi_state state);
+
+/* 1 when the world model runs (MPI_Init was called, MPI_Finalize not yet): MPI_COMM_WORLD may
+ * be used. Under sessions alone it may not. */
+int reprod_mpi_world_running(void);
+
+/* An MPI-4 session began (+1) or ended (-1). */
+void reprod_mpi_count_session(int change);
 
 /* How one datatype reduces. */
 struct reprod_mpi_type {

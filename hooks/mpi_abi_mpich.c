@@ -87,5 +87,6 @@ const struct mpi_constants reprod_mpi_mpich = {
     .deterministic_ops = deterministic_ops,
     .deterministic_op_count = sizeof deterministic_ops / sizeof deterministic_ops[0],
     .allgather_init_name = "MPI_Allgather_init",
+    .persistent_derived_broken = 1,
 };
 #endif

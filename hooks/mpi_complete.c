@@ -36,9 +36,11 @@ static enum outcome outcome_of(int rc, const void *statuses, long index, const v
         if (error == REPROD_MPI_OK) return COMPLETED;
         return error == mpi->abi->err_pending ? STILL_PENDING : FAILED;
     }
+    /* Without statuses, a nonpersistent request set to MPI_REQUEST_NULL completed; whether it
+     * succeeded the call does not say (nor to the application): its result is reduced. */
     if (!entry->persistent &&
         (mpi_handle_load(requests, index) & mpi->handle_mask) == mpi->request_null)
-        return FAILED; /* completed; whether it succeeded the call does not say */
+        return COMPLETED;
     return STILL_PENDING;
 }
 
@@ -195,14 +197,16 @@ static int some(int count, void *requests, int *outcount, int indices[], void *s
     int claimed = mpi_pending_claim_array(count, requests, entries);
     int rc = test ? mpi->real.Testsome(count, requests, outcount, indices, statuses)
                   : mpi->real.Waitsome(count, requests, outcount, indices, statuses);
-    int in_status = rc != REPROD_MPI_OK && mpi_error_class(rc) == mpi->abi->err_in_status &&
-                    (uintptr_t)statuses != mpi->abi->statuses_ignore;
+    int in_status = rc != REPROD_MPI_OK && mpi_error_class(rc) == mpi->abi->err_in_status;
+    int no_statuses = (uintptr_t)statuses == mpi->abi->statuses_ignore;
     int completed = *outcount == mpi->abi->undefined ? 0 : *outcount;
     for (int j = 0; j < completed; j++) {
         int i = indices[j];
         if (i < 0 || i >= count || !entries[i]) continue;
-        int succeeded = rc == REPROD_MPI_OK ||
-                        (in_status && mpi_error_class(mpi_status_error(statuses, j)) == REPROD_MPI_OK);
+        /* Without statuses the call does not say which failed: each is reduced. */
+        int succeeded =
+            rc == REPROD_MPI_OK || (in_status && no_statuses) ||
+            (in_status && mpi_error_class(mpi_status_error(statuses, j)) == REPROD_MPI_OK);
         struct pending *entry = entries[i];
         entries[i] = NULL;
         claimed--;
@@ -325,15 +329,26 @@ MPI_HOOK(Startall, (int count, void *requests))
     return rc;
 }
 
-MPI_HOOK(Op_free, (void *op))
+/* MPI_Op_free and MPI_Type_free of a handle a reduction in flight still uses: the
+ * application's handle becomes the null handle at once, as MPI says; the object itself is freed
+ * when the last reduction is done with it. */
+static int free_or_defer(void *handle, int (*real_free)(void *), mpi_handle null_handle)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
-    if (!mpi_pending_any() || !op || !mpi->usable) return REAL_MPI(Op_free)(op);
-    /* An op a reduction in flight still uses: the application's handle becomes MPI_OP_NULL
-     * now, as MPI says; the op itself is freed when the last reduction is done with it. */
-    if (mpi_pending_defer_op_free(mpi_handle_of(mpi_handle_load(op, 0)))) {
-        mpi_handle_store(op, 0, mpi->op_null);
+    if (!mpi_pending_any() || !handle || !mpi->usable) return real_free(handle);
+    if (mpi_pending_defer_free(mpi_handle_of(mpi_handle_load(handle, 0)))) {
+        mpi_handle_store(handle, 0, null_handle);
         return REPROD_MPI_OK;
     }
-    return REAL_MPI(Op_free)(op);
+    return real_free(handle);
+}
+
+MPI_HOOK(Op_free, (void *op))
+{
+    return free_or_defer(op, REAL_MPI(Op_free), reprod_mpi()->op_null);
+}
+
+MPI_HOOK(Type_free, (void *datatype))
+{
+    return free_or_defer(datatype, REAL_MPI(Type_free), reprod_mpi()->datatype_null);
 }

@@ -42,13 +42,18 @@ const void *mpi_source(const void *sendbuf, const void *recvbuf)
 
 int mpi_buffers_erroneous(const struct mpi_reduction *reduction, const void *sendbuf,
                           const void *recvbuf, mpi_count elements, int receives,
-                          int send_in_place_allowed)
+                          int alias_checked, int send_in_place_allowed)
 {
-    (void)reduction;
     if (elements <= 0) return 0;
     if (mpi_in_place(sendbuf) && !send_in_place_allowed) return 1;
+    /* Send and receive buffer the same memory: some libraries accept it in some calls (Open
+     * MPI in a scan), so every rank must judge it alike, whether it receives or not. */
+    if (alias_checked && sendbuf == recvbuf && !mpi_in_place(sendbuf)) return 1;
+    /* A NULL buffer with a predefined type (a derived one may address absolute memory from
+     * MPI_BOTTOM, which is NULL). The library refuses these on the rank that passes them. */
+    if (reduction->type.predefined && !sendbuf) return 1;
     if (!receives) return 0;
-    return mpi_in_place(recvbuf) || (sendbuf == recvbuf && !mpi_in_place(sendbuf));
+    return mpi_in_place(recvbuf) || (reduction->type.predefined && !recvbuf);
 }
 
 /* 1 when a pass-through for `reason` has a datatype the library accepted already. */
@@ -72,11 +77,14 @@ static size_t hashable_bytes(mpi_handle datatype)
     return (size_t)bytes;
 }
 
-/* Stop the job: REPROD_STRICT=1 refused a pass-through, or the shim cannot go on. */
-static _Noreturn void stop_job(void)
+/* Stop the job: REPROD_STRICT=1 refused a pass-through, or the shim cannot go on. The job is
+ * aborted through `comm` (0: MPI_COMM_WORLD, when the world model runs; under sessions alone
+ * the process exits and the launcher ends the others). */
+static _Noreturn void stop_job(mpi_handle comm)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
-    if (mpi->usable) mpi->real.Abort(mpi->comm_world, 2);
+    if (mpi->usable && (comm || reprod_mpi_world_running()))
+        mpi->real.Abort(comm ? comm : mpi->comm_world, 2);
     _exit(2); /* Abort returned, or there is no MPI to abort with */
 }
 
@@ -98,17 +106,21 @@ void mpi_pass_begin(struct mpi_pass *pass, const char *api, enum reprod_reason r
             pass->input_hash = reprod_trace_hash(input, (size_t)elements * pass->type_bytes);
         }
     }
-    if (reprod_pass_through(api, reason, mpi->usable ? NULL : mpi->why_not) != 0) stop_job();
+    if (reprod_pass_through(api, reason, mpi->usable ? NULL : mpi->why_not) != 0) stop_job(0);
 }
 
 int mpi_pass_end(const struct mpi_pass *pass, int rc, const void *output, mpi_count output_elements)
 {
-    /* The shim passes a call it takes for erroneous to the library, which reports it. If the
-     * library accepts it after all, its result is the library's: say so. */
-    if (pass->reason == REPROD_PASS_BAD_ARGUMENT && rc == REPROD_MPI_OK &&
+    /* The shim passes a call it takes for erroneous (or for made while MPI does not run) to the
+     * library, which reports it. If the library runs it after all, its result is the
+     * library's: say so. */
+    if (pass->elements != 0 && rc == REPROD_MPI_OK &&
+        (pass->reason == REPROD_PASS_BAD_ARGUMENT || pass->reason == REPROD_PASS_NOT_ACTIVE) &&
         reprod_pass_through(pass->api, REPROD_PASS_UNSUPPORTED,
-                            "arguments MPI calls erroneous, accepted by the library") != 0)
-        stop_job();
+                            pass->reason == REPROD_PASS_BAD_ARGUMENT
+                                ? "arguments MPI calls erroneous, accepted by the library"
+                                : "MPI seemed not to run, yet the library reduced") != 0)
+        stop_job(0);
     if (!pass->trace_sequence) return rc;
     struct reprod_trace_record record = {pass->trace_sequence,
                                          pass->api,
@@ -131,7 +143,8 @@ int mpi_pass_end(const struct mpi_pass *pass, int rc, const void *output, mpi_co
 /* Learn our rank from MPI_COMM_WORLD once MPI runs (the launcher's variable may be absent). */
 static void learn_rank(const struct reprod_mpi *mpi)
 {
-    if (reprod_rank_source(NULL) == REPROD_RANK_FROM_LIBRARY) return;
+    if (reprod_rank_source(NULL) == REPROD_RANK_FROM_LIBRARY || !reprod_mpi_world_running())
+        return;
     int rank = 0, size = 0;
     if (mpi->real.Comm_rank(mpi->comm_world, &rank) == REPROD_MPI_OK &&
         mpi->real.Comm_size(mpi->comm_world, &size) == REPROD_MPI_OK)
@@ -282,6 +295,11 @@ static void trace_output(const struct mpi_reduction *reduction, mpi_count elemen
 int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, const char *how,
                        int rc, const void *output, mpi_count output_elements)
 {
+    /* An error of the shim's own (not one the library reported through its handler already)
+     * goes through the communicator's handler, as the library's would. The communicator of a
+     * nonblocking call may be gone by its completion: its error is only returned. */
+    if (rc != REPROD_MPI_OK && rc == reduction->own_error && !reduction->keeps_scratch)
+        reprod_mpi()->real.Comm_call_errhandler(reduction->comm, rc);
     if (reduction->trace_sequence)
         trace_output(reduction, elements, rc == REPROD_MPI_OK ? output : NULL, output_elements);
     uint64_t elapsed = reduction->shim_ns + (reprod_stats_clock_ns() - reduction->start_ns);
@@ -308,5 +326,11 @@ _Noreturn void mpi_fatal_no_memory(const struct mpi_reduction *reduction, size_t
                "error: %s: no memory for %zu bytes of the shim's scratch; the other ranks are "
                "already in this collective, so the job stops here rather than hang",
                reduction->api, bytes);
-    stop_job();
+    stop_job(reduction->comm);
+}
+
+int mpi_own_error(struct mpi_reduction *reduction, int code)
+{
+    if (code != REPROD_MPI_OK && !reduction->own_error) reduction->own_error = code;
+    return code;
 }

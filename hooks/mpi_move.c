@@ -31,6 +31,8 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 static void free_thread_cache(void *memory)
 {
+    /* The thread is exiting; a reduction made by a later destructor on it starts afresh. */
+    if (thread_cache.memory == memory) thread_cache = (struct scratch_cache){NULL, 0, 0};
     free(memory);
 }
 
@@ -250,12 +252,22 @@ int mpi_exchange_run(const struct mpi_reduction *reduction, struct mpi_exchange 
 /* ---- All-gather and gather ------------------------------------------------------------ */
 
 /* A count beyond int on a library without the large-count call: cannot happen from a caller
- * of that library (its bindings take int), so it is logged as an internal error. */
+ * of that library (its bindings take int), so it is an internal error of the shim's. */
 static int too_large(const struct mpi_reduction *reduction)
 {
     reprod_log(REPROD_LOG_WARN, "warning: %s: a count beyond int and no large-count call",
                reduction->api);
-    return reprod_mpi()->abi->err_intern;
+    return mpi_own_error((struct mpi_reduction *)reduction, reprod_mpi()->abi->err_intern);
+}
+
+/* 1 when `counts` (the same numbers on every rank) and the displacements of their blocks laid
+ * end to end all fit an int: the condition of an all-gather-v or gather-v. */
+static int total_fits_int(const mpi_count counts[], int ranks)
+{
+    mpi_count total = 0;
+    for (int r = 0; r < ranks; r++)
+        total += counts[r];
+    return total <= INT_MAX;
 }
 
 int mpi_move_allgather(const struct mpi_reduction *reduction, const void *source, mpi_count count,
@@ -303,7 +315,7 @@ int mpi_move_allgatherv_in_place(const struct mpi_reduction *reduction, void *re
     const void *in_place = (const void *)mpi->abi->in_place;
     int *narrow = mpi_allocate(reduction, 2 * sizeof(int) * (size_t)n);
     int rc;
-    if (exchange_fits_int(counts, n)) {
+    if (total_fits_int(counts, n)) {
         narrowed(counts, n, narrow);
         narrowed(offsets, n, narrow + n);
         rc = mpi->real.Allgatherv(in_place, 0, reduction->datatype, result, narrow, narrow + n,
@@ -324,7 +336,7 @@ int mpi_move_gatherv(const struct mpi_reduction *reduction, const void *source, 
     int n = reduction->ranks;
     int *narrow = mpi_allocate(reduction, 2 * sizeof(int) * (size_t)n);
     int rc;
-    if (exchange_fits_int(counts, n)) {
+    if (total_fits_int(counts, n)) {
         narrowed(counts, n, narrow);
         narrowed(offsets, n, narrow + n);
         rc = mpi->real.Gatherv(source, (int)count, reduction->datatype, result, narrow,

@@ -85,7 +85,7 @@ static int gather_everywhere(const char *api, enum gathered_kind kind, int large
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
     int receives = kind != EXSCAN || reduction.rank > 0;
     if (action != REPROD_ACTION_PASS &&
-        (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, receives, 1))) {
+        (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, receives, 1, 1))) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
@@ -148,7 +148,8 @@ static int ireduce(const char *api, int large, const void *sendbuf, void *recvbu
     int is_root = reduction.rank == root;
     if (action != REPROD_ACTION_PASS &&
         (root < 0 || root >= reduction.ranks || !request ||
-         mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, is_root, is_root))) {
+         mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, is_root, is_root,
+                               is_root))) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
@@ -249,7 +250,7 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
         mpi_count mine = why < 0 ? (counts.values ? mpi_counts_at(counts, reduction.rank) : uniform)
                                  : 0;
         if (why < 0 &&
-            (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, total, mine > 0, 1)))
+            (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, total, mine > 0, 1, 1)))
             why = REPROD_PASS_BAD_ARGUMENT;
         if (why >= 0) {
             action = REPROD_ACTION_PASS;
@@ -366,11 +367,13 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
     enum reprod_action action =
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
     if (action != REPROD_ACTION_PASS &&
-        (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, 1, 1))) {
+        (!request || mpi_buffers_erroneous(&reduction, sendbuf, recvbuf, count, 1, 1, 1))) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
-    int movable = large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init);
+    /* MPICH 4.0's persistent all-gather releases a derived datatype's reference each round. */
+    int movable = (large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init)) &&
+                  (reduction.type.predefined || !mpi->abi->persistent_derived_broken);
     if (action != REPROD_ACTION_PASS && !movable) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_UNSUPPORTED; /* no persistent all-gather to build it from */

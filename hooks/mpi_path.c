@@ -65,7 +65,7 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, mpi_count b
                 : reprod_reduce_ordered(reduction->type.engine_type, REPROD_SUM, contributions,
                                         block_count, engine_elements, out);
         if (contributions != stack_pointers) free(contributions);
-        if (engine_rc != REPROD_OK) rc = reprod_mpi()->abi->err_intern;
+        if (engine_rc != REPROD_OK) rc = mpi_own_error(reduction, reprod_mpi()->abi->err_intern);
     }
     reduction->engine_ns += reprod_stats_clock_ns() - started;
     return rc;

@@ -67,6 +67,7 @@ struct mpi_reduction {
     int keeps_scratch;       /* its scratch outlives the call (nonblocking): never cached */
     const char *own_block;   /* when set, our block is read here, not from the blocks */
     const char *route;       /* how the data moved, for the log: "chunks exchanged", ... */
+    int own_error;           /* the first error the shim itself raised (not the library) */
     uint64_t trace_sequence; /* REPROD_TRACE: the call's number, 0 when not tracing */
     int trace_has_input;
     uint64_t trace_input_hash; /* this rank's contribution */
@@ -90,11 +91,15 @@ const void *mpi_source(const void *sendbuf, const void *recvbuf);
 /* The buffers of a call the deterministic path would run on, checked as the library checks
  * them: MPI_IN_PLACE where MPI forbids it, send and receive buffer the same memory without
  * MPI_IN_PLACE, NULL with a nonempty predefined type. Returns 1 when they are erroneous (the
- * call then goes to the library, which reports it). `receives` says whether this rank's
- * receive buffer is significant; `send_in_place_allowed` whether MPI_IN_PLACE may be sent. */
+ * call then goes to the library, which reports it). `elements` is the call's total count;
+ * `receives` says whether this rank receives a result (NULL and MPI_IN_PLACE as a receive
+ * buffer are refused there only, as the library refuses them); `alias_checked` whether the
+ * receive buffer is significant at all (0 only off the root of a reduce): the same-buffer check
+ * then runs on every rank, even one that receives nothing, so that every rank takes the same
+ * decision; `send_in_place_allowed` whether MPI_IN_PLACE may be sent. */
 int mpi_buffers_erroneous(const struct mpi_reduction *reduction, const void *sendbuf,
                           const void *recvbuf, mpi_count elements, int receives,
-                          int send_in_place_allowed);
+                          int alias_checked, int send_in_place_allowed);
 
 /* A call handed to the real library unchanged (see mpi_pass_begin). */
 struct mpi_pass {
@@ -130,6 +135,10 @@ void mpi_trace_input(struct mpi_reduction *reduction, const void *input, mpi_cou
  * receives none), and return `rc`. */
 int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, const char *how,
                        int rc, const void *output, mpi_count output_elements);
+
+/* Record `code`, an error the shim itself raised (the engine, a count it cannot move), so that
+ * mpi_reduction_done sends it through the communicator's error handler. Returns `code`. */
+int mpi_own_error(struct mpi_reduction *reduction, int code);
 
 /* The shim cannot go on with a call its peers are already in (no memory for `bytes` bytes):
  * stop the job with a message naming the call, rather than leave the peers waiting. Does not

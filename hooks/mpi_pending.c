@@ -14,7 +14,6 @@
 #include <string.h>
 
 #define INITIAL_BUCKETS 256 /* grows to keep chains short: 20,000 requests, chains of ~2 */
-#define MAX_HELD_OPS    64  /* distinct user ops held at once; beyond, frees go through */
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pending **buckets;
@@ -23,12 +22,17 @@ static size_t entry_count;
 static _Atomic size_t entry_count_hint; /* entry_count for the lock-free fast path */
 static atomic_flag fork_handler_added = ATOMIC_FLAG_INIT;
 
-/* User ops that entries hold: their MPI_Op_free waits until the last entry lets go. */
-static struct held_op {
-    mpi_handle op;
+/* User ops and derived datatypes that entries hold: their MPI_Op_free / MPI_Type_free waits
+ * until the last entry lets go. The application's handle is what the entry uses (a user op may
+ * look at the datatype handle it is called with, and a duplicate would run the datatype's
+ * attribute callbacks), so nothing is duplicated: the free is deferred. The table grows. */
+struct held_handle {
+    mpi_handle handle;
     int entries;
     int free_requested;
-} held_ops[MAX_HELD_OPS];
+};
+static struct held_handle *held;
+static size_t held_slots;
 
 static void reset_after_fork(void)
 {
@@ -77,42 +81,49 @@ static void unlink_entry(struct pending *entry)
     atomic_store(&entry_count_hint, entry_count);
 }
 
-/* Hold `op` for one more entry (under the lock). Returns 0 when the table of held ops is full:
- * the entry then does not hold it (an application that frees a user op with more than
- * MAX_HELD_OPS distinct ops in flight falls back to the library's own behaviour). */
-static int hold_op(mpi_handle op)
+/* Hold `handle` for one more entry (under the lock). Returns 0 when there is no memory to
+ * record it (the caller stops the job: the application may free the handle at any time). */
+static int hold(mpi_handle handle)
 {
-    struct held_op *free_slot = NULL;
-    for (int i = 0; i < MAX_HELD_OPS; i++) {
-        if (held_ops[i].entries > 0 && held_ops[i].op == op) {
-            held_ops[i].entries++;
+    struct held_handle *free_slot = NULL;
+    for (size_t i = 0; i < held_slots; i++) {
+        if (held[i].entries > 0 && held[i].handle == handle) {
+            held[i].entries++;
             return 1;
         }
-        if (held_ops[i].entries == 0 && !free_slot) free_slot = &held_ops[i];
+        if (held[i].entries == 0 && !free_slot) free_slot = &held[i];
     }
-    if (!free_slot) return 0;
-    *free_slot = (struct held_op){op, 1, 0};
+    if (!free_slot) {
+        size_t slots = held_slots ? 2 * held_slots : 16;
+        struct held_handle *grown = realloc(held, slots * sizeof *grown);
+        if (!grown) return 0;
+        memset(grown + held_slots, 0, (slots - held_slots) * sizeof *grown);
+        free_slot = grown + held_slots;
+        held = grown;
+        held_slots = slots;
+    }
+    *free_slot = (struct held_handle){handle, 1, 0};
     return 1;
 }
 
-/* Let go of `op` (under the lock). Returns 1 when the application freed it meanwhile and this
- * was the last entry: the caller frees it for real, after dropping the lock. */
-static int release_op(mpi_handle op)
+/* Let go of `handle` (under the lock). Returns 1 when the application freed it meanwhile and
+ * this was the last entry: the caller frees it for real, after dropping the lock. */
+static int release(mpi_handle handle)
 {
-    for (int i = 0; i < MAX_HELD_OPS; i++) {
-        if (held_ops[i].entries == 0 || held_ops[i].op != op) continue;
-        return --held_ops[i].entries == 0 && held_ops[i].free_requested;
+    for (size_t i = 0; i < held_slots; i++) {
+        if (held[i].entries == 0 || held[i].handle != handle) continue;
+        return --held[i].entries == 0 && held[i].free_requested;
     }
     return 0;
 }
 
-int mpi_pending_defer_op_free(mpi_handle op)
+int mpi_pending_defer_free(mpi_handle handle)
 {
     int deferred = 0;
     pthread_mutex_lock(&table_lock);
-    for (int i = 0; i < MAX_HELD_OPS && !deferred; i++) {
-        if (held_ops[i].entries > 0 && held_ops[i].op == op && !held_ops[i].free_requested) {
-            held_ops[i].free_requested = 1;
+    for (size_t i = 0; i < held_slots && !deferred; i++) {
+        if (held[i].entries > 0 && held[i].handle == handle && !held[i].free_requested) {
+            held[i].free_requested = 1;
             deferred = 1;
         }
     }
@@ -123,26 +134,22 @@ int mpi_pending_defer_op_free(mpi_handle op)
 struct pending *mpi_pending_new(const struct mpi_reduction *reduction, mpi_count elements,
                                 size_t extra_bytes, void **extra)
 {
-    const struct reprod_mpi *mpi = reprod_mpi();
     struct pending *entry = calloc(1, sizeof *entry);
     if (!entry) mpi_fatal_no_memory(reduction, sizeof *entry);
     entry->reduction = *reduction;
     entry->reduction.keeps_scratch = 1;
     entry->blocks = mpi_scratch(&entry->reduction, elements, &entry->raw, extra_bytes, extra);
     /* The application may free its datatype and op as soon as the call returns (MPI allows
-     * it; MPICH's nonblocking3 test does it): the entry works with handles it owns. */
-    if (!reduction->type.predefined) {
-        mpi_handle duplicate = 0;
-        if (mpi->real.Type_dup(reduction->datatype, &duplicate) != REPROD_MPI_OK)
-            mpi_fatal_no_memory(reduction, 0);
-        entry->held_datatype = duplicate & mpi->handle_mask;
-        entry->reduction.datatype = entry->held_datatype;
-    }
-    if (reprod_mpi_classify_op(reduction->op) == REPROD_OPCLASS_USER) {
-        pthread_mutex_lock(&table_lock);
-        if (hold_op(reduction->op)) entry->held_op = reduction->op;
-        pthread_mutex_unlock(&table_lock);
-    }
+     * it; MPICH's nonblocking3 test does it): the entry holds them until it is done. */
+    int holds_datatype = !reduction->type.predefined;
+    int holds_op = reprod_mpi_classify_op(reduction->op) == REPROD_OPCLASS_USER;
+    pthread_mutex_lock(&table_lock);
+    int held_all = (!holds_datatype || hold(reduction->datatype)) &&
+                   (!holds_op || hold(reduction->op));
+    pthread_mutex_unlock(&table_lock);
+    if (!held_all) mpi_fatal_no_memory(reduction, sizeof(struct held_handle));
+    entry->held_datatype = holds_datatype ? reduction->datatype : 0;
+    entry->held_op = holds_op ? reduction->op : 0;
     return entry;
 }
 
@@ -150,13 +157,12 @@ void mpi_pending_free(struct pending *entry)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     mpi_scratch_release(entry->raw);
-    if (entry->held_datatype) mpi->real.Type_free(&entry->held_datatype);
-    if (entry->held_op) {
-        pthread_mutex_lock(&table_lock);
-        int free_now = release_op(entry->held_op);
-        pthread_mutex_unlock(&table_lock);
-        if (free_now) mpi->real.Op_free(&entry->held_op);
-    }
+    pthread_mutex_lock(&table_lock);
+    int free_datatype = entry->held_datatype && release(entry->held_datatype);
+    int free_op = entry->held_op && release(entry->held_op);
+    pthread_mutex_unlock(&table_lock);
+    if (free_datatype) mpi->real.Type_free(&entry->held_datatype);
+    if (free_op) mpi->real.Op_free(&entry->held_op);
     free(entry);
 }
 

@@ -28,15 +28,15 @@ struct pending {
     int reduced;                    /* reduced already (MPI_Request_get_status saw it done) */
     int persistent;                 /* MPI_Allreduce_init: lives until MPI_Request_free */
     int active;                     /* persistent: started and not yet completed */
-    mpi_handle held_datatype;       /* a duplicate the entry owns (derived types), or 0 */
-    mpi_handle held_op;             /* a user op whose MPI_Op_free waits for us, or 0 */
+    mpi_handle held_datatype;       /* a derived datatype whose MPI_Type_free waits, or 0 */
+    mpi_handle held_op;             /* a user op whose MPI_Op_free waits, or 0 */
     int claimed;                    /* a thread is completing it (under the table's lock) */
     struct pending *next;           /* the bucket's chain */
 };
 
 /* A new entry for `reduction` with scratch for `elements` elements plus `extra_bytes` (at
- * *extra). It holds the reduction's datatype (a duplicate, for derived types) and user op (its
- * MPI_Op_free is deferred) until it is freed, so the application may free its own at once. */
+ * *extra). It holds the reduction's derived datatype and user op until it is freed (their
+ * MPI_Type_free and MPI_Op_free are deferred), so the application may free them at once. */
 struct pending *mpi_pending_new(const struct mpi_reduction *reduction, mpi_count elements,
                                 size_t extra_bytes, void **extra);
 
@@ -71,8 +71,8 @@ int mpi_pending_finish(struct pending *entry, int succeeded);
 /* Take a claimed entry out of the table for good (MPI_Request_free); the caller frees it. */
 void mpi_pending_remove(struct pending *entry);
 
-/* MPI_Op_free of `op`: 1 when an entry still holds it (the real free then happens when the
- * last one lets go), 0 when the caller should free it now. */
-int mpi_pending_defer_op_free(mpi_handle op);
+/* MPI_Op_free or MPI_Type_free of `handle`: 1 when an entry still holds it (the real free
+ * then happens when the last one lets go), 0 when the caller should free it now. */
+int mpi_pending_defer_free(mpi_handle handle);
 
 #endif /* REPROD_MPI_PENDING_H */

@@ -27,7 +27,13 @@ done
 ok "hooked calls that re-enter the shim's initialisation return, unchanged; main runs"
 
 # Fork while other threads walk the loaded objects; every child walks too. Three runs: each
-# fork has a good chance to land inside a walk.
+# fork has a good chance to land inside a walk. Not under AddressSanitizer, whose own
+# dl_iterate_phdr interceptor and allocator locks make a threaded fork hang without the shim's
+# part (the plain build runs it in make test).
+if sanitized; then
+    echo "note: fork under resolving threads is not run with a sanitizer runtime"
+    exit 0
+fi
 for run in 1 2 3; do
     out=$(timeout -k 2 60 env LD_PRELOAD="$PRELOAD" "$PROBE" fork 2>&1)
     status=$?

@@ -20,6 +20,16 @@
  *   large-count     MPI-4 _c bindings (MPICH): exact sums
  *   alloc-fail      a 1 Mi-element MPI_Allreduce under MPI_ERRORS_RETURN (run with one rank out
  *                   of memory: tests/progs/failalloc.c): the job must stop, never hang
+ *   alias           the same buffer as send and receive buffer (erroneous) in MPI_Exscan and in
+ *                   an MPI_Reduce_scatter where some ranks receive nothing: every rank gets the
+ *                   same answer (success everywhere or an error everywhere), never a hang
+ *   type-free       a derived type with an attribute and a user op that checks the handle it is
+ *                   called with, both freed before MPI_Wait: the op sees the application's
+ *                   handle, the attribute is never copied and deleted once; 70 distinct user
+ *                   ops freed in flight
+ *   null-buffer     NULL as a receive buffer (MPICH refuses it with MPI_ERR_BUFFER)
+ *   persistent-derived  MPI_Allreduce_init of a derived type with a user op, started twice
+ *   sessions        an MPI-4 sessions program (no MPI_Init): exact sums (MPICH)
  */
 #include <limits.h>
 #include <math.h>
@@ -535,9 +545,206 @@ static void alloc_fail(void)
     free(receive);
 }
 
+/* ---- alias: erroneous same-buffer calls are judged alike on every rank --------------------- */
+
+/* 1 when every rank got `rc` of the same kind (all success, or all an error). */
+static int agree(int rc)
+{
+    int failed = rc != MPI_SUCCESS, fewest = 0, most = 0;
+    MPI_Allreduce(&failed, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&failed, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return fewest == most;
+}
+
+static void alias(void)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    double buffer[64];
+    int counts[64] = {0};
+    for (int k = 0; k < 64; k++)
+        buffer[k] = 0.1 * (rank + 1);
+    int rc = MPI_Exscan(buffer, buffer, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(agree(rc), "MPI_Exscan with one buffer: rank %d returned %d, not as the others", rank,
+          rc);
+    counts[0] = 1; /* the other ranks receive nothing */
+    rc = MPI_Reduce_scatter(buffer, buffer, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(agree(rc), "MPI_Reduce_scatter with one buffer: rank %d returned %d, not as the others",
+          rank, rc);
+}
+
+/* ---- type-free: the application's handles, freed in flight ------------------------------ */
+
+static MPI_Datatype pair_type; /* as created: MPI_Type_free sets the application's copy null */
+static int op_calls, wrong_handle, attribute_copies, attribute_deletes;
+
+static void pair_type_add(void *in, void *inout, int *length, MPI_Datatype *datatype)
+{
+    op_calls++;
+    if (*datatype != pair_type) {
+        wrong_handle++;
+        return;
+    }
+    for (int k = 0; k < 2 * *length; k++)
+        ((double *)inout)[k] += ((const double *)in)[k];
+}
+
+static int copy_attribute(MPI_Datatype type, int key, void *extra, void *in, void *out, int *flag)
+{
+    attribute_copies++;
+    return MPI_TYPE_DUP_FN(type, key, extra, in, out, flag);
+}
+
+static int delete_attribute(MPI_Datatype type, int key, void *value, void *extra)
+{
+    (void)type, (void)key, (void)extra;
+    attribute_deletes++;
+    free(value);
+    return MPI_SUCCESS;
+}
+
+static void type_free(void)
+{
+    MPI_Datatype pair;
+    int key;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
+    MPI_Type_commit(&pair);
+    pair_type = pair;
+    MPI_Type_create_keyval(copy_attribute, delete_attribute, &key, NULL);
+    int *value = malloc(sizeof *value);
+    MPI_Type_set_attr(pair, key, value);
+    MPI_Op op;
+    MPI_Op_create(pair_type_add, 1, &op);
+    double send[8], receive[8];
+    for (int k = 0; k < 8; k++)
+        send[k] = rank + 1 + k;
+    MPI_Request request;
+    MPI_Iallreduce(send, receive, 4, pair, op, MPI_COMM_WORLD, &request);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+    CHECK(pair == MPI_DATATYPE_NULL && op == MPI_OP_NULL, "the freed handles were not set null");
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    for (int k = 0; k < 8; k++) {
+        double want = (double)ranks * (ranks + 1) / 2 + (double)ranks * k;
+        CHECK(receive[k] == want, "element %d: %g, want %g", k, receive[k], want);
+    }
+    CHECK(wrong_handle == 0, "the user op was called %d of %d times with another datatype",
+          wrong_handle, op_calls);
+    CHECK(attribute_copies == 0, "the datatype's attribute was copied %d times",
+          attribute_copies);
+    CHECK(attribute_deletes == 1, "the attribute was deleted %d times, not once",
+          attribute_deletes);
+    MPI_Type_free_keyval(&key);
+
+    /* More distinct user ops in flight than any fixed table would hold. */
+    enum { OPS = 70, N = 512 };
+    static double many_send[OPS][N], many_receive[OPS][N];
+    MPI_Request requests[OPS];
+    for (int i = 0; i < OPS; i++) {
+        for (int k = 0; k < N; k++)
+            many_send[i][k] = rank + i + k;
+        MPI_Op one;
+        MPI_Op_create(double_add, 1, &one);
+        MPI_Iallreduce(many_send[i], many_receive[i], N, MPI_DOUBLE, one, MPI_COMM_WORLD,
+                       &requests[i]);
+        MPI_Op_free(&one);
+    }
+    MPI_Op others[8];
+    for (int k = 0; k < 8; k++)
+        MPI_Op_create(byte_add, 0, &others[k]);
+    MPI_Waitall(OPS, requests, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < 8; k++)
+        MPI_Op_free(&others[k]);
+    int wrong = 0;
+    for (int i = 0; i < OPS; i++)
+        for (int k = 0; k < N; k++)
+            wrong += many_receive[i][k] != (double)ranks * (ranks - 1) / 2 + (double)ranks * (i + k);
+    CHECK(wrong == 0, "%d wrong elements with %d user ops freed in flight", wrong, OPS);
+}
+
+/* ---- null-buffer: NULL with a predefined type is the library's to refuse ---------------- */
+
+static void null_buffer(void)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    double send[4] = {1, 2, 3, 4};
+    int rc = MPI_Allreduce(send, NULL, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(rc != MPI_SUCCESS, "MPI_Allreduce into NULL succeeded");
+    MPI_Request request;
+    rc = MPI_Iallreduce(send, NULL, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+    CHECK(rc != MPI_SUCCESS, "MPI_Iallreduce into NULL succeeded");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* ---- persistent-derived ----------------------------------------------------------------- */
+
+static void persistent_derived(void)
+{
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
+    MPI_Type_commit(&pair);
+    pair_type = pair;
+    MPI_Op op;
+    MPI_Op_create(pair_type_add, 1, &op);
+    double send[8], receive[8];
+    MPI_Request request;
+#if MPI_VERSION >= 4
+    MPI_Allreduce_init(send, receive, 4, pair, op, MPI_COMM_WORLD, MPI_INFO_NULL, &request);
+#else
+    MPIX_Allreduce_init(send, receive, 4, pair, op, MPI_COMM_WORLD, MPI_INFO_NULL, &request);
+#endif
+    for (int start = 0; start < 2; start++) {
+        for (int k = 0; k < 8; k++)
+            send[k] = rank + k + 10 * start;
+        MPI_Start(&request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+        for (int k = 0; k < 8; k++) {
+            double want = (double)ranks * (ranks - 1) / 2 + (double)ranks * (k + 10 * start);
+            CHECK(receive[k] == want, "start %d element %d: %g, want %g", start, k, receive[k],
+                  want);
+        }
+    }
+    MPI_Request_free(&request);
+    MPI_Op_free(&op);
+    MPI_Type_free(&pair);
+}
+
+/* ---- sessions: MPI-4 without MPI_Init ---------------------------------------------------- */
+
+static int sessions(void)
+{
+#if MPI_VERSION >= 4
+    enum { N = 64 };
+    MPI_Session session;
+    MPI_Group group;
+    MPI_Comm comm;
+    MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &session);
+    MPI_Group_from_session_pset(session, "mpi://WORLD", &group);
+    MPI_Comm_create_from_group(group, "reprod.hostile", MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL,
+                               &comm);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    double send[N], receive[N];
+    fill(send, N, 1);
+    MPI_Allreduce(send, receive, N, MPI_DOUBLE, MPI_SUM, comm);
+    expect_exact("MPI_Allreduce in a session", receive, N, 1);
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, comm);
+    if (rank == 0) printf("hostile sessions: np=%d: %s (%d failed checks)\n", ranks,
+                          total ? "FAIL" : "ok", total);
+    MPI_Group_free(&group);
+    MPI_Comm_free(&comm);
+    MPI_Session_finalize(&session);
+    return total ? 1 : 0;
+#else
+    printf("hostile sessions: MPI %d has no sessions\n", MPI_VERSION);
+    return 0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     const char *scenario = argc > 1 ? argv[1] : "";
+    if (strcmp(scenario, "sessions") == 0) return sessions();
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -556,6 +763,10 @@ int main(int argc, char **argv)
     else if (strcmp(scenario, "persistent") == 0) persistent();
     else if (strcmp(scenario, "large-count") == 0) large_count();
     else if (strcmp(scenario, "alloc-fail") == 0) alloc_fail();
+    else if (strcmp(scenario, "alias") == 0) alias();
+    else if (strcmp(scenario, "type-free") == 0) type_free();
+    else if (strcmp(scenario, "null-buffer") == 0) null_buffer();
+    else if (strcmp(scenario, "persistent-derived") == 0) persistent_derived();
     else {
         if (rank == 0) fprintf(stderr, "hostile: unknown scenario '%s'\n", scenario);
         MPI_Finalize();
