@@ -155,9 +155,12 @@ static void resolve_everything(void)
     mpi.usable = mpi.why_not == NULL;
 }
 
-const struct reprod_mpi *reprod_mpi(void)
+_Atomic(const struct reprod_mpi *) reprod_mpi_resolved;
+
+const struct reprod_mpi *reprod_mpi_resolve(void)
 {
     pthread_once(&resolve_once, resolve_everything);
+    atomic_store_explicit(&reprod_mpi_resolved, &mpi, memory_order_release);
     return &mpi;
 }
 

@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "reprod.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -190,8 +191,16 @@ struct reprod_mpi {
     mpi_handle op_sum, op_prod;
 };
 
-/* The process's MPI, resolved on first use (thread-safe). Never NULL; check usable. */
-const struct reprod_mpi *reprod_mpi(void);
+/* The process's MPI, resolved on first use (thread-safe). Never NULL; check usable. Every hook
+ * asks many times per call: after the first, it is one acquire load. */
+extern _Atomic(const struct reprod_mpi *) reprod_mpi_resolved;
+const struct reprod_mpi *reprod_mpi_resolve(void);
+static inline const struct reprod_mpi *reprod_mpi(void)
+{
+    const struct reprod_mpi *found =
+        atomic_load_explicit(&reprod_mpi_resolved, memory_order_acquire);
+    return found ? found : reprod_mpi_resolve();
+}
 
 /* Indices of the functions, for reprod_mpi()->has[]. */
 #define REPROD_MPI_INDEX(name, parameters) MPI_FUNCTION_##name,
