@@ -64,11 +64,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "note: not root: cannot make a setuid-to-another-user copy; the secure-execution test is skipped"
     exit 0
 fi
-if sanitized; then
-    echo "note: an instrumented shim cannot be loaded into a setuid process (the loader ignores"
-    echo "      LD_PRELOAD there, and the sanitizer's runtime must come first): skipped"
-    exit 0
-fi
+skip_setuid_if_sanitized
 setuid_copies "$PROBE"
 work=$SETUID_DIR
 trap 'rm -rf "$work"' EXIT

@@ -88,3 +88,14 @@ setuid_copies() {
     chown nobody "$SETUID_DIR/setuid" && chmod 4755 "$SETUID_DIR/setuid" ||
         fail "cannot make a setuid copy of $1"
 }
+
+# skip_setuid_if_sanitized: end a script's setuid part (exit 0 with a note) when the shim under
+# test is instrumented: a setuid process ignores LD_PRELOAD, so the sanitizer's runtime cannot
+# come first there.
+skip_setuid_if_sanitized() {
+    if sanitized; then
+        echo "note: an instrumented shim cannot be loaded into a setuid process (the loader ignores"
+        echo "      LD_PRELOAD there, and the sanitizer's runtime must come first): skipped"
+        exit 0
+    fi
+}

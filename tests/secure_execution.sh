@@ -10,11 +10,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "note: not root: cannot make a setuid-to-another-user copy; skipped"
     exit 0
 fi
-if sanitized; then
-    echo "note: an instrumented shim cannot be loaded into a setuid process (the loader ignores"
-    echo "      LD_PRELOAD there, and the sanitizer's runtime must come first): skipped"
-    exit 0
-fi
+skip_setuid_if_sanitized
 # A setuid copy of the probe (owned by nobody, run by root: AT_SECURE=1), which loads the
 # shim with dlopen, as a program linked to it would.
 setuid_copies "$PROBE"

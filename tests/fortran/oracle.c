@@ -11,8 +11,8 @@ double oracle_sum64(const double *terms, int count);
 float oracle_sum32(const float *terms, int count);
 int64_t oracle_digest(const void *data, int64_t bytes);
 
-/* The sum of terms[0 .. count) rounded once to binary64 (to nearest). */
-double oracle_sum64(const double *terms, int count)
+/* The sum of terms[0 .. count) rounded once, to nearest, to `precision` bits. */
+static double sum_rounded(const double *terms, int count, mpfr_prec_t precision)
 {
     mpfr_t values[MAX_TERMS], sum;
     mpfr_ptr pointers[MAX_TERMS];
@@ -22,35 +22,29 @@ double oracle_sum64(const double *terms, int count)
         mpfr_set_d(values[k], terms[k], MPFR_RNDN);
         pointers[k] = values[k];
     }
-    mpfr_init2(sum, 53);
+    mpfr_init2(sum, precision);
     mpfr_sum(sum, pointers, (unsigned long)count, MPFR_RNDN);
-    double result = mpfr_get_d(sum, MPFR_RNDN);
+    double result = mpfr_get_d(sum, MPFR_RNDN); /* exact: sum has at most 53 bits */
     mpfr_clear(sum);
     for (int k = 0; k < count; k++)
         mpfr_clear(values[k]);
     return result;
 }
 
-/* The same, rounded once to binary32. */
+/* The sum of terms[0 .. count) rounded once to binary64 (to nearest). */
+double oracle_sum64(const double *terms, int count)
+{
+    return sum_rounded(terms, count, 53);
+}
+
+/* The same, rounded once to binary32 (the test's sums stay in binary32's exponent range). */
 float oracle_sum32(const float *terms, int count)
 {
     double wide[MAX_TERMS];
-    mpfr_t values[MAX_TERMS], sum;
-    mpfr_ptr pointers[MAX_TERMS];
     if (count > MAX_TERMS) count = MAX_TERMS;
-    for (int k = 0; k < count; k++) {
-        wide[k] = terms[k];
-        mpfr_init2(values[k], 53);
-        mpfr_set_d(values[k], wide[k], MPFR_RNDN);
-        pointers[k] = values[k];
-    }
-    mpfr_init2(sum, 24);
-    mpfr_sum(sum, pointers, (unsigned long)count, MPFR_RNDN);
-    float result = mpfr_get_flt(sum, MPFR_RNDN);
-    mpfr_clear(sum);
     for (int k = 0; k < count; k++)
-        mpfr_clear(values[k]);
-    return result;
+        wide[k] = terms[k];
+    return (float)sum_rounded(wide, count, 24);
 }
 
 /* 64-bit FNV-1a of `bytes` bytes, to compare results across runs. */
