@@ -1,0 +1,84 @@
+/* cuda.h: the CUDA driver API as the shim uses it, loaded at run time, and the shim's device
+ * arithmetic: the exact (or ordered) reduction of N contributions in device memory, enqueued
+ * on a stream, from the same arithmetic source as the host engine.
+ *
+ * Nothing here links against CUDA: libcuda.so.1 is found among the loaded objects when the
+ * application uses CUDA (the shim never loads it itself). The kernels are built by nvcc into
+ * the shim when it was present at build time; otherwise, or when they cannot be loaded for the
+ * current context, the same reduction runs on the host, in stream order (device-to-host copy,
+ * host engine, host-to-device copy), with bitwise the same result, and the log says so once.
+ */
+#ifndef REPROD_CUDA_H
+#define REPROD_CUDA_H
+
+#include "reprod.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A CUDA stream (cudaStream_t and CUstream are the same handle); NULL is the legacy default
+ * stream. */
+typedef struct CUstream_st *reprod_stream;
+
+/* Status of every function below: 0 on success, else a CUresult-like nonzero code. */
+enum { REPROD_CUDA_OK = 0, REPROD_CUDA_UNAVAILABLE = -1 };
+
+/* 1 when the process uses CUDA (libcuda.so.1 is loaded and initialised) and the functions the
+ * shim needs were found; thread-safe, cheap after the first call. */
+int reprod_cuda_ready(void);
+
+/* 1 when the device kernels are built into the shim and loaded for the calling thread's
+ * current context (else reductions take the host path). */
+int reprod_cuda_kernels_loaded(void);
+
+/* Stream-ordered device memory (cuMemAllocAsync / cuMemFreeAsync on `stream`). */
+int reprod_cuda_alloc_async(void **pointer, size_t bytes, reprod_stream stream);
+int reprod_cuda_free_async(void *pointer, reprod_stream stream);
+
+/* Copy `bytes` bytes in stream order, any direction (unified addressing: cuMemcpyAsync). */
+int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
+                           reprod_stream stream);
+
+/* 1 in *capturing when `stream` is being captured into a graph (cuStreamIsCapturing). */
+int reprod_cuda_capturing(reprod_stream stream, int *capturing);
+
+/* PreMulSum: how each contribution is scaled before the sum (NCCL multiplies every
+ * contribution by the scalar in its type, rounded to nearest). */
+enum reprod_premul {
+    REPROD_PREMUL_NONE = 0,
+    REPROD_PREMUL_HOST,   /* scalar_bits holds the scalar's bit pattern, read at the call */
+    REPROD_PREMUL_DEVICE, /* scalar_device points to it in device memory, read in stream order */
+};
+
+/* One reduction on the device: contribution k (0 <= k < count) is `elements` elements at
+ * blocks + k * block_stride_bytes, except contribution own_index (when >= 0), which is at
+ * `own`. The result goes to `out` (it may be own, or the last block, but overlaps no other
+ * contribution). `work` is device memory of reprod_cuda_reduce_work_bytes() bytes for the
+ * kernel's own use (a pointer array, scaled copies: whatever the implementation needs). */
+struct reprod_device_reduction {
+    reprod_type type;
+    reprod_op op;             /* REPROD_SUM or REPROD_AVG */
+    reprod_rounding rounding; /* exact mode */
+    int ordered;              /* 1: the rank-order fold (REPROD_MODE=ordered), not exact */
+    int count;                /* contributions N >= 1 */
+    size_t elements;          /* elements per contribution (complex: twice the count) */
+    const void *blocks;
+    size_t block_stride_bytes;
+    const void *own;
+    int own_index;
+    void *out;
+    void *work;
+    enum reprod_premul premul;
+    uint64_t scalar_bits;      /* REPROD_PREMUL_HOST */
+    const void *scalar_device; /* REPROD_PREMUL_DEVICE */
+};
+
+/* Device bytes reprod_cuda_reduce needs in `work` for `reduction` (its work field unset). */
+size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduction);
+
+/* Enqueue the reduction on `stream`: asynchronous, capturable into a CUDA graph, no host
+ * synchronisation. PreMulSum multiplies each contribution (read, never written) by the scalar
+ * in its type before the exact sum. Returns REPROD_CUDA_OK, or an error (nothing enqueued). */
+int reprod_cuda_reduce(reprod_stream stream, const struct reprod_device_reduction *reduction);
+
+#endif /* REPROD_CUDA_H */
