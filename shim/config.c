@@ -130,6 +130,24 @@ static const char *show_trace(const struct reprod_config *config, char *text, si
     return config->trace_dir[0] ? config->trace_dir : NULL;
 }
 
+/* REPROD_SCRATCH_MB: a whole number of MiB, 1 to REPROD_SCRATCH_MB_MAX, decimal digits only. */
+static int parse_scratch(const struct reprod_setting *setting, const char *text,
+                         struct reprod_config *config, char *error, size_t error_bytes)
+{
+    size_t count = strspn(text, "0123456789");
+    if (count == 0 || count > 7 || text[count] != '\0') return refuse(setting, text, error, error_bytes);
+    unsigned long value = strtoul(text, NULL, 10);
+    if (value < 1 || value > REPROD_SCRATCH_MB_MAX) return refuse(setting, text, error, error_bytes);
+    config->scratch_mb = (unsigned)value;
+    return 0;
+}
+
+static const char *show_scratch(const struct reprod_config *config, char *text, size_t text_bytes)
+{
+    snprintf(text, text_bytes, "%u", config->scratch_mb);
+    return text;
+}
+
 #define WORD_FIELD(field) .word_field = offsetof(struct reprod_config, field)
 
 /* DESIGN.md section 4, in its order (a bad value is reported for the first one in it). */
@@ -180,6 +198,12 @@ const struct reprod_setting reprod_settings[] = {
      .parse = parse_trace,
      .show = show_trace,
      .help = "write per-rank traces there, for `reprod diff`"},
+    {.name = "REPROD_SCRATCH_MB",
+     .allowed = "a whole number of MiB, 1 to 1048576",
+     .default_value = "64",
+     .parse = parse_scratch,
+     .show = show_scratch,
+     .help = "bound on the device scratch of one NCCL reduction; larger messages go in pieces"},
 };
 const size_t reprod_setting_count = REPROD_ARRAY_LENGTH(reprod_settings);
 
@@ -263,6 +287,7 @@ static int parse_settings(char *const environment[], int skip_files, struct repr
                           char *error, size_t error_bytes)
 {
     memset(config, 0, sizeof *config);
+    config->scratch_mb = REPROD_SCRATCH_MB_DEFAULT;
     for (size_t i = 0; i < reprod_setting_count; i++) {
         const struct reprod_setting *setting = &reprod_settings[i];
         if (setting->words) parse_one(setting, setting->default_value, config, error, error_bytes);

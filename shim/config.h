@@ -28,7 +28,12 @@ struct reprod_config {
     int verbose;                    /* REPROD_VERBOSE: 0, 1 or 2 */
     char log_pattern[PATH_MAX];     /* REPROD_LOG; empty: stderr */
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
+    unsigned scratch_mb;            /* REPROD_SCRATCH_MB: device scratch bound per call (MiB) */
 };
+
+/* REPROD_SCRATCH_MB's default and upper bound (MiB). */
+#define REPROD_SCRATCH_MB_DEFAULT 64
+#define REPROD_SCRATCH_MB_MAX     1048576
 
 /* One setting of DESIGN.md section 4, defined once: the parser, the unknown-variable check and
  * `reprod settings` all read this table. A word setting stores the index of its word in an

@@ -27,6 +27,7 @@ Test(config, defaults_when_nothing_is_set)
     cr_expect_eq(config.verbose, 0);
     cr_expect_str_empty(config.log_pattern);
     cr_expect_str_empty(config.trace_dir);
+    cr_expect_eq(config.scratch_mb, REPROD_SCRATCH_MB_DEFAULT);
 }
 
 Test(config, every_documented_value_is_accepted)
@@ -39,6 +40,7 @@ Test(config, every_documented_value_is_accepted)
                            "REPROD_LOG=/tmp/reprod.%h.%p.%r.log",
                            "REPROD_VERBOSE=2",
                            "REPROD_TRACE=/tmp/trace",
+                           "REPROD_SCRATCH_MB=1048576",
                            NULL};
     struct reprod_config config;
     char error[512];
@@ -52,6 +54,7 @@ Test(config, every_documented_value_is_accepted)
     cr_expect_str_eq(config.log_pattern, "/tmp/reprod.%h.%p.%r.log");
     cr_expect_eq(config.verbose, 2);
     cr_expect_str_eq(config.trace_dir, "/tmp/trace");
+    cr_expect_eq(config.scratch_mb, 1048576);
 }
 
 Test(config, words_ignore_case_and_empty_means_default)
@@ -86,6 +89,10 @@ Test(config, a_bad_value_names_the_variable_the_value_and_the_allowed_values)
         {"REPROD_ENTROPY=0x-5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
         {"REPROD_ENTROPY=0x 5", "REPROD_ENTROPY", "unsigned 64-bit integer"},
         {"REPROD_LOG=/tmp/x.%q", "REPROD_LOG", "%h"},
+        {"REPROD_SCRATCH_MB=0", "REPROD_SCRATCH_MB", "1 to 1048576"},
+        {"REPROD_SCRATCH_MB=1048577", "REPROD_SCRATCH_MB", "1 to 1048576"},
+        {"REPROD_SCRATCH_MB=1.5", "REPROD_SCRATCH_MB", "1 to 1048576"},
+        {"REPROD_SCRATCH_MB=-4", "REPROD_SCRATCH_MB", "1 to 1048576"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *environment[] = {(char *)cases[i].setting, NULL};
@@ -129,8 +136,9 @@ Test(config, every_setting_shows_what_it_parsed)
 {
     char *environment[] = {"REPROD_MODE=Ordered",     "REPROD_ROUNDING=up",  "REPROD_STRICT=1",
                            "REPROD_SEED_POLICY=rank", "REPROD_ENTROPY=0x10", "REPROD_LOG=/tmp/l.%p",
-                           "REPROD_VERBOSE=2",        "REPROD_TRACE=/tmp/t", NULL};
-    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t"};
+                           "REPROD_VERBOSE=2",        "REPROD_TRACE=/tmp/t", "REPROD_SCRATCH_MB=8",
+                           NULL};
+    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t", "8"};
     struct reprod_config config, defaults;
     char error[512], text[PATH_MAX + 16];
     char *nothing[] = {NULL};
