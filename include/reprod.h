@@ -46,6 +46,7 @@ typedef enum reprod_rounding {
 typedef enum reprod_op {
     REPROD_SUM = 0, /* the sum of the contributions */
     REPROD_AVG = 1, /* the sum divided by the number of contributions */
+    REPROD_PROD = 2, /* the product: reprod_reduce_ordered only (the rank-order fold) */
 } reprod_op;
 
 /* Size in bytes of one element of `type`, or 0 for an unknown type. */

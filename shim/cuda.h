@@ -39,6 +39,9 @@ int reprod_cuda_free_async(void *pointer, reprod_stream stream);
 int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
                            reprod_stream stream);
 
+/* Wait until everything enqueued on `stream` so far has run (tracing only: it blocks). */
+int reprod_cuda_synchronize(reprod_stream stream);
+
 /* 1 in *capturing when `stream` is being captured into a graph (cuStreamIsCapturing). */
 int reprod_cuda_capturing(reprod_stream stream, int *capturing);
 

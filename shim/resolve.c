@@ -124,7 +124,7 @@ static void *walk_objects(const char *name, const char *library)
         if (library && !strstr(path, library)) continue;
         void *handle = dlopen(path[0] ? path : NULL, RTLD_LAZY | RTLD_NOLOAD);
         if (!handle) continue;
-        void *symbol = dlsym(handle, name);
+        void *symbol = reprod_dlsym(handle, name);
         dlclose(handle);
         if (symbol && !inside_shim(symbol)) {
             found = symbol;
@@ -137,14 +137,14 @@ static void *walk_objects(const char *name, const char *library)
 
 void *reprod_resolve(const char *name)
 {
-    void *symbol = dlsym(RTLD_NEXT, name);
+    void *symbol = reprod_dlsym(RTLD_NEXT, name);
     if (symbol && !inside_shim(symbol)) return symbol;
     return walk_objects(name, NULL);
 }
 
 void *reprod_resolve_data(const char *name)
 {
-    void *symbol = dlsym(RTLD_DEFAULT, name);
+    void *symbol = reprod_dlsym(RTLD_DEFAULT, name);
     if (symbol && !inside_shim(symbol)) return symbol;
     return walk_objects(name, NULL);
 }

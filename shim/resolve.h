@@ -17,4 +17,12 @@ void *reprod_resolve(const char *name);
  * that copy first; the walk finds variables of RTLD_LOCAL libraries, which have no copy. */
 void *reprod_resolve_data(const char *name);
 
+/* glibc's dlsym: the shim exports a dlsym of its own (hooks/dlsym.c), which its own lookups
+ * must not go through. */
+typedef void *reprod_dlsym_function(void *handle, const char *name);
+reprod_dlsym_function *reprod_glibc_dlsym(void);
+
+/* glibc's dlsym(handle, name), called from the shim (RTLD_NEXT: the objects after the shim). */
+void *reprod_dlsym(void *handle, const char *name);
+
 #endif /* REPROD_RESOLVE_H */

@@ -25,6 +25,7 @@ static const struct reason_info reasons[REPROD_PASS_REASON_COUNT] = {
     [REPROD_PASS_INTERCOMM] = {"intercommunicator", 0},
     [REPROD_PASS_NO_MEMORY] = {"out of memory", 0},
     [REPROD_PASS_UNSUPPORTED] = {"unsupported", 0},
+    [REPROD_PASS_ONE_RANK] = {"one rank", 1},
 };
 
 static _Atomic uint64_t path_calls[2];

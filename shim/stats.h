@@ -17,6 +17,7 @@ enum reprod_reason {
     REPROD_PASS_INTERCOMM,        /* an intercommunicator */
     REPROD_PASS_NO_MEMORY,        /* the shim could not get its scratch memory */
     REPROD_PASS_UNSUPPORTED,      /* anything else the shim cannot make deterministic */
+    REPROD_PASS_ONE_RANK,         /* a one-rank communicator: nothing to combine */
     REPROD_PASS_REASON_COUNT
 };
 

@@ -1,0 +1,192 @@
+/* nccl_group.c: ncclGroupStart / ncclGroupEnd, and when the shim's reductions run.
+ *
+ * Group depth is per thread, as in NCCL. A deterministic call made inside a group is copied
+ * into this thread's list and runs at the outermost ncclGroupEnd, after the real group (the
+ * application's other grouped calls, passed through, inside it) has been launched: on every
+ * rank in the same order, since every rank takes the same decisions. The listed calls run in
+ * lockstep rounds, one real group per round, so that a thread driving several GPUs' ranks
+ * (one communicator each) never waits on a rank it has not launched yet.
+ */
+#include "nccl_internal.h"
+
+#include "guard.h"
+#include "log.h"
+#include "trace.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A pass-through call whose output is hashed at the outermost group end (REPROD_TRACE). */
+struct traced_pass {
+    const char *api;
+    const char *reason;
+    ncclDataType_t datatype;
+    size_t count;
+    int ranks;
+    const void *output;
+    size_t output_bytes;
+    cudaStream_t stream;
+    struct traced_pass *next;
+};
+
+static _Thread_local int group_depth;
+static _Thread_local struct nccl_work *deferred_head, *deferred_tail;
+static _Thread_local struct traced_pass *passes_head, *passes_tail;
+
+int nccl_group_open(void)
+{
+    return group_depth > 0;
+}
+
+ncclResult_t nccl_wait_comm(ncclComm_t comm)
+{
+    const struct nccl_real *real = nccl_real();
+    ncclResult_t state = ncclSuccess;
+    if (!real->CommGetAsyncError) return ncclSuccess;
+    while (real->CommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress)
+        sched_yield();
+    return state;
+}
+
+/* After a real group end that answered `rc`: wait for the nonblocking communicators of the
+ * works still running, so that the next round may be issued on them. */
+static ncclResult_t settle(struct nccl_work *works, ncclResult_t rc)
+{
+    if (rc != ncclInProgress) return rc;
+    ncclResult_t worst = ncclSuccess;
+    for (struct nccl_work *w = works; w; w = w->next) {
+        if (w->done || w->info.blocking) continue;
+        ncclResult_t state = nccl_wait_comm(w->comm);
+        if (state != ncclSuccess) worst = state;
+    }
+    return worst;
+}
+
+/* Run every work of the list to the end; the first error, or ncclSuccess. */
+static ncclResult_t run_works(struct nccl_work *works)
+{
+    const struct nccl_real *real = nccl_real();
+    ncclResult_t first_error = ncclSuccess;
+    for (struct nccl_work *w = works; w; w = w->next) {
+        ncclResult_t rc = nccl_work_start(w);
+        if (rc != ncclSuccess) w->done = 1, w->result = rc;
+    }
+    for (;;) {
+        int active = 0;
+        for (struct nccl_work *w = works; w; w = w->next)
+            active += !w->done;
+        if (!active) break;
+        ncclResult_t rc = real->GroupStart();
+        for (struct nccl_work *w = works; w; w = w->next) {
+            if (w->done) continue;
+            ncclResult_t call = nccl_work_communicate(w);
+            if (call != ncclSuccess && call != ncclInProgress && w->result == ncclSuccess)
+                w->result = call;
+        }
+        if (rc == ncclSuccess) rc = settle(works, real->GroupEnd());
+        for (struct nccl_work *w = works; w; w = w->next) {
+            if (w->done) continue;
+            if (rc != ncclSuccess && w->result == ncclSuccess) w->result = rc;
+            nccl_work_advance(w);
+        }
+    }
+    for (struct nccl_work *w = works; w; w = w->next)
+        if (w->result != ncclSuccess && first_error == ncclSuccess) first_error = w->result;
+    return first_error;
+}
+
+/* Hash the outputs of this thread's traced pass-through calls, and write their lines. */
+static void trace_passes(void)
+{
+    struct traced_pass *p = passes_head;
+    passes_head = passes_tail = NULL;
+    while (p) {
+        struct reprod_trace_record record = {
+            .sequence = reprod_trace_sequence(),
+            .api = p->api,
+            .action = "pass",
+            .detail = p->reason,
+            .count = (long long)p->count,
+            .ranks = p->ranks,
+        };
+        if (p->output && nccl_hash_device(p->output, p->output_bytes, p->stream,
+                                          &record.output_hash) == 0)
+            record.has_output = 1;
+        reprod_trace_write(&record);
+        struct traced_pass *next = p->next;
+        free(p);
+        p = next;
+    }
+}
+
+void nccl_trace_pass(const char *api, const char *reason, ncclDataType_t datatype, size_t count,
+                     int ranks, const void *output, size_t output_bytes, cudaStream_t stream)
+{
+    struct traced_pass *p = calloc(1, sizeof *p);
+    if (!p) return;
+    *p = (struct traced_pass){api, reason, datatype, count, ranks, output, output_bytes, stream,
+                              NULL};
+    if (passes_tail)
+        passes_tail->next = p;
+    else
+        passes_head = p;
+    passes_tail = p;
+    if (!group_depth) trace_passes();
+}
+
+ncclResult_t nccl_group_submit(const struct nccl_work *work)
+{
+    struct nccl_work *copy = malloc(sizeof *copy);
+    if (!copy) return ncclSystemError;
+    *copy = *work;
+    copy->next = NULL;
+    if (group_depth > 0) {
+        if (deferred_tail)
+            deferred_tail->next = copy;
+        else
+            deferred_head = copy;
+        deferred_tail = copy;
+        return ncclSuccess;
+    }
+    ncclResult_t rc = run_works(copy);
+    free(copy);
+    return rc;
+}
+
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+
+REPROD_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    const struct nccl_real *real = nccl_real();
+    if (!real->GroupStart) return ncclSystemError;
+    ncclResult_t rc = real->GroupStart();
+    if (rc == ncclSuccess && !reprod_guard_active()) group_depth++;
+    return rc;
+}
+
+/* The outermost end launches the real group first, then this thread's deferred reductions;
+ * an error of either is returned (the first one). */
+REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    const struct nccl_real *real = nccl_real();
+    if (!real->GroupEnd) return ncclSystemError;
+    if (reprod_guard_active() || group_depth == 0) return real->GroupEnd();
+    ncclResult_t rc = real->GroupEnd();
+    if (--group_depth > 0) return rc;
+    struct nccl_work *works = deferred_head;
+    deferred_head = deferred_tail = NULL;
+    if (works) {
+        settle(works, rc);
+        ncclResult_t ours = run_works(works);
+        if (rc == ncclSuccess || rc == ncclInProgress) rc = ours == ncclSuccess ? rc : ours;
+        while (works) {
+            struct nccl_work *next = works->next;
+            free(works);
+            works = next;
+        }
+    }
+    if (passes_head) trace_passes();
+    return rc;
+}

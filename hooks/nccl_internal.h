@@ -1,0 +1,117 @@
+/* nccl_internal.h: what the NCCL hook files share: the communicators and PreMulSum ops the shim
+ * knows (nccl_comm.c), one deterministic reduction and its data path (nccl_path.c), and the
+ * per-thread group that runs them (nccl_group.c).
+ */
+#ifndef REPROD_NCCL_INTERNAL_H
+#define REPROD_NCCL_INTERNAL_H
+
+#include "nccl_api.h"
+
+#include "common.h"
+#include "stats.h"
+
+#include <stdint.h>
+
+/* ---- Communicators (nccl_comm.c) ------------------------------------------------------- */
+
+/* What the shim knows of a communicator; a copy, read without a lock. */
+struct nccl_comm_info {
+    int rank;
+    int ranks;
+    int blocking; /* 0: config.blocking = 0 (calls may return ncclInProgress) */
+};
+
+/* Fill *info for `comm`: from the table when the shim saw it made, else from the real library
+ * (and remember it). Returns 0, or -1 when the library does not know it either (an invalid or
+ * not yet ready communicator: the call goes to the library, which reports it). */
+int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info);
+
+/* Remember a communicator the real library made (rank and size -1 when not known yet: a
+ * nonblocking init still in progress), and learn the rank for seeding from it. */
+void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking);
+
+/* Forget a communicator and its PreMulSum ops (destroy, abort). */
+void nccl_comm_forget(ncclComm_t comm);
+
+/* A PreMulSum op as the shim saw it made, copied at each call (PyTorch destroys the op as soon
+ * as the call returns, before ncclGroupEnd). */
+struct nccl_premul {
+    ncclDataType_t datatype;
+    int residence;        /* ncclScalarHostImmediate or ncclScalarDevice */
+    uint64_t scalar_bits; /* host-immediate: the scalar's bits, read at creation */
+    const void *scalar_device;
+};
+
+/* Look up PreMulSum `op` of `comm`; returns 0 and fills *premul, or -1 when unknown. */
+int nccl_premul_lookup(ncclComm_t comm, ncclRedOp_t op, struct nccl_premul *premul);
+
+/* ---- One deterministic reduction (nccl_path.c) --------------------------------------------- */
+
+enum nccl_collective {
+    NCCL_ALL_REDUCE = 0,
+    NCCL_REDUCE_SCATTER,
+    NCCL_REDUCE,
+};
+
+/* A call the shim makes deterministic: everything it needs, taken when it is made. */
+struct nccl_work {
+    enum nccl_collective collective;
+    const char *api;
+    const void *send;
+    void *recv;
+    size_t count; /* AllReduce, Reduce: elements; ReduceScatter: recvcount */
+    ncclDataType_t datatype;
+    int root; /* Reduce */
+    ncclComm_t comm;
+    struct nccl_comm_info info;
+    cudaStream_t stream;
+    struct reprod_device_reduction arithmetic; /* type, op, rounding, ordered, premul */
+    enum reprod_path path;
+    /* Progress, set by nccl_work_start and advanced by the rounds. */
+    size_t element_bytes;
+    size_t piece_elements; /* elements of the vector (of one rank's block) per piece */
+    size_t offset;         /* where the current piece starts */
+    int small;             /* one all-gather (or gather to the root) of whole pieces */
+    int phase;             /* 0: exchange and reduce; 1: share the reduced chunks */
+    int done;
+    void *scratch;
+    size_t scratch_bytes;
+    ncclResult_t result;
+    uint64_t started_ns;
+    uint64_t input_hash; /* REPROD_TRACE */
+    int has_input_hash;
+    struct nccl_work *next;
+};
+
+/* Prepare `work` (its call fields set) to run: choose pieces and paths, get its scratch.
+ * Returns ncclSuccess or the error to give the caller (then nothing was enqueued). */
+ncclResult_t nccl_work_start(struct nccl_work *work);
+
+/* Issue this round's communication of `work` (inside the caller's real group). */
+ncclResult_t nccl_work_communicate(struct nccl_work *work);
+
+/* After the round's group ended: the local arithmetic of the round, and move on. Sets
+ * work->done after the last round (scratch released, stats and trace written). */
+void nccl_work_advance(struct nccl_work *work);
+
+/* ---- Groups (nccl_group.c) ---------------------------------------------------------------- */
+
+/* Run `work` now, or at the outermost ncclGroupEnd of this thread when a group is open (the
+ * work is copied). Returns what the caller gets: ncclSuccess when deferred. */
+ncclResult_t nccl_group_submit(const struct nccl_work *work);
+
+/* 1 when this thread is inside ncclGroupStart .. ncclGroupEnd. */
+int nccl_group_open(void);
+
+/* Trace a call passed through: its output is hashed after the outermost group end. */
+void nccl_trace_pass(const char *api, const char *reason, ncclDataType_t datatype, size_t count,
+                     int ranks, const void *output, size_t output_bytes, cudaStream_t stream);
+
+/* Wait until a nonblocking communicator has finished what was issued on it; the result. */
+ncclResult_t nccl_wait_comm(ncclComm_t comm);
+
+/* Hash `bytes` of device memory at `device` after everything enqueued on `stream` so far
+ * (the stream is synchronised: tracing may be slow). 0 with *hash set, -1 when it cannot. */
+int nccl_hash_device(const void *device, size_t bytes, cudaStream_t stream, uint64_t *hash);
+
+#endif /* REPROD_NCCL_INTERNAL_H */
