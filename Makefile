@@ -50,9 +50,18 @@ PROG_BIN  := $(filter-out $(BUILD)/tests/progs/failalloc,$(PROG_SRC:tests/progs/
              $(BUILD)/tests/progs/libfailalloc.so
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
+# NCCL test programs (tests/nccl/): ordinary NCCL + MPI programs built against the real
+# headers and linked with the stand-ins of build/standins/ (run with LD_LIBRARY_PATH there).
+CUDA_INC  ?= /usr/local/cuda/include
+NCCL_PROGS := $(filter-out loaders nccl_user,$(basename $(notdir $(wildcard tests/nccl/*.c))))
+NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_linked \
+             $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so
+# With nvcc, a second shim built without it: its host path must give the same bits.
+NONVCC_SHIM = $(if $(NVCC),$(BUILD)/nonvcc/libreprod_shim.so)
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
 FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
-TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB)
+TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
+            $(NCCL_STANDINS) $(NCCL_BIN) $(NONVCC_SHIM)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -121,6 +130,29 @@ $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 $(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
+
+NCCL_TEST_FLAGS = -I$(CUDA_INC) -Itests/nccl -Itests/unit -Iinclude
+NCCL_TEST_LIBS  = -L$(BUILD)/standins -lnccl -lcudart
+
+$(BUILD)/tests/nccl/%: tests/nccl/%.c $(wildcard tests/nccl/*.h) tests/unit/engine_oracle.h $(NCCL_STANDINS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS) -lmpfr -lgmp -lpthread -lm
+
+$(BUILD)/tests/nccl/loaders_linked: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) -DLINKED $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS) -lmpfr -lgmp -ldl -lm
+
+# Without -lnccl: NCCL comes through dlopen only (the RTLD_LOCAL library, or dlsym).
+$(BUILD)/tests/nccl/loaders_dynamic: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ -L$(BUILD)/standins -lcudart -lmpfr -lgmp -ldl -lm
+
+$(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS)
+
+$(BUILD)/nonvcc/libreprod_shim.so: $(SHIM_SRC) $(HOOK_SRC) $(wildcard shim/*.h hooks/*.h)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nonvcc NVCC= $@
 
 # Fortran test programs, `use mpi` and `use mpi_f08`, for each family (its own mpif90 and
 # module files), with the MPFR oracle in C.
