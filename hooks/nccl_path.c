@@ -58,13 +58,14 @@ static int choose_pieces(struct nccl_work *w)
 {
     size_t bound = (size_t)reprod_config()->scratch_mb << 20;
     size_t ranks = (size_t)w->info.ranks, s = w->element_bytes;
-    w->small = w->collective != NCCL_REDUCE_SCATTER &&
-               (w->count * s <= SMALL_BYTES || w->count < ranks) &&
-               scratch_bytes_for(w, w->count) <= bound;
-    if (w->small) {
-        w->piece_elements = w->count;
-        return 0;
+    if (w->collective != NCCL_REDUCE_SCATTER && (w->count * s <= SMALL_BYTES || w->count < ranks)) {
+        w->small = 1;
+        if (scratch_bytes_for(w, w->count) <= bound) {
+            w->piece_elements = w->count;
+            return 0;
+        }
     }
+    w->small = 0;
     size_t piece = w->collective == NCCL_REDUCE_SCATTER ? bound / (ranks * s) : bound / s;
     if (piece > w->count) piece = w->count;
     while (piece > ranks && scratch_bytes_for(w, piece) > bound)
