@@ -52,7 +52,16 @@ STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
 FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
-TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB)
+# Host-memory stand-ins for CUDA and NCCL (tests/standins_nccl/): what NCCL test programs link
+# and run against on a machine without a GPU. Never part of the shim.
+CUDA_INC  ?= /usr/local/cuda/include
+STANDINS  := $(BUILD)/standins
+NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
+             $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
+NCCL_TEST_SRC := $(sort $(wildcard tests/nccl/*.c))
+NCCL_TEST_BIN := $(NCCL_TEST_SRC:tests/nccl/%.c=$(BUILD)/tests/nccl/%)
+TEST_BIN  := $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
+             $(NCCL_STANDIN_LIBS) $(NCCL_TEST_BIN)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -108,6 +117,40 @@ $(BUILD)/tests/progs/libfailalloc.so: tests/progs/failalloc.c
 $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
+
+# The CUDA and NCCL stand-ins. The CUDA headers come in with -isystem: nccl.h declares
+# ncclGroupStart() without a prototype, which -Wstrict-prototypes would refuse. libcudart and
+# libnccl call into libcuda.so.1 (one set of streams and allocations) and find it beside them.
+# STANDIN_KERNEL_SRC: the host builds of the shim's kernels (kernels.h), linked into libcuda.
+STANDIN_KERNEL_SRC ?= tests/standins_nccl/kernels.c
+STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl $(CFLAGS)
+STANDIN_CUDA_SRC := $(filter-out %/cuda_runtime.c,$(wildcard tests/standins_nccl/cuda_*.c))
+STANDIN_NCCL_SRC := $(wildcard tests/standins_nccl/nccl_*.c)
+STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
+
+$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDIN_KERNEL_SRC) $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c,$^) -lpthread -lm
+
+$(STANDINS)/libcudart.so.%: tests/standins_nccl/cuda_runtime.c $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcudart.so.$* -Wl,-rpath,'$$ORIGIN' -o $@ $< \
+	    -L$(STANDINS) -l:libcuda.so.1 -lpthread
+
+$(STANDINS)/libcudart.so: $(STANDINS)/libcudart.so.13
+	ln -sf libcudart.so.13 $@
+
+$(STANDINS)/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$$ORIGIN' -o $@ $(filter %.c,$^) \
+	    -L$(STANDINS) -l:libcuda.so.1 -lpthread -lrt -lm
+
+$(STANDINS)/libnccl.so: $(STANDINS)/libnccl.so.2
+	ln -sf libnccl.so.2 $@
+
+# NCCL test programs: ordinary MPI + NCCL programs; scripts run them with
+# LD_LIBRARY_PATH=build/standins.
+$(BUILD)/tests/nccl/%: tests/nccl/%.c $(NCCL_STANDIN_LIBS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(BASE) -isystem $(CUDA_INC) $(CFLAGS) $< -o $@ -L$(STANDINS) -lnccl -lcudart -lmpfr -lgmp -lpthread -lm
 
 # Test programs are ordinary MPI programs: they do not know about the shim. Each is built
 # against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
