@@ -261,12 +261,15 @@ SNCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t handle) {
         return ncclInvalidArgument;
     snccl_comm_wait_joined(comm);
     pthread_t thread;
-    if (comm->blocking || pthread_create(&thread, NULL, finalize_thread, comm)) {
+    int expected = ncclSuccess;
+    if (comm->blocking || !atomic_compare_exchange_strong(&comm->state, &expected, ncclInProgress)) {
         wait_pending(comm);
+        return comm->blocking ? ncclSuccess : (ncclResult_t)expected;
+    }
+    if (pthread_create(&thread, NULL, finalize_thread, comm)) {
+        finalize_thread(comm);
         return ncclSuccess;
     }
-    int expected = ncclSuccess;
-    atomic_compare_exchange_strong(&comm->state, &expected, ncclInProgress);
     pthread_detach(thread);
     return ncclInProgress;
 }
