@@ -2,6 +2,7 @@
  * program (tests/nccl_standins.sh runs it without the shim):
  *     standin_selftest check   every collective, send/recv, groups, threads, split, nonblocking
  *                              communicators, graph capture and argument errors; "ok" line
+ *     standin_selftest time    milliseconds per 1 MiB float all-reduce
  *     standin_selftest sum     the float all-reduce of fixed random data (the same 24
  *                              contributions whatever the rank count): rank 0 prints its hash */
 #include <cuda_runtime_api.h>
@@ -340,6 +341,37 @@ static void check_threads_and_split(ncclComm_t comm) {
     cudaFree(data);
 }
 
+/* Several ranks in one process: ncclCommInitAll, one group driving both on their own streams. */
+static void check_init_all(void) {
+    ncclComm_t comms[2];
+    cudaStream_t streams[2];
+    int32_t *data[2];
+    int devices[2] = {3, 5};
+    NCCL(ncclCommInitAll(comms, 2, devices));
+    for (int i = 0; i < 2; i++) {
+        int device = -1;
+        ncclCommCuDevice(comms[i], &device);
+        CHECK(device == devices[i], "InitAll: communicator %d on device %d", i, device);
+        cudaSetDevice(devices[i]);
+        cudaStreamCreate(&streams[i]);
+        data[i] = device_alloc(100 * 4);
+        for (int j = 0; j < 100; j++)
+            data[i][j] = i + 1;
+    }
+    NCCL(ncclGroupStart());
+    for (int i = 0; i < 2; i++)
+        NCCL(ncclAllReduce(data[i], data[i], 100, ncclInt32, ncclSum, comms[i], streams[i]));
+    NCCL(ncclGroupEnd());
+    for (int i = 0; i < 2; i++) {
+        CUDA(cudaStreamSynchronize(streams[i]));
+        CHECK(data[i][99] == 3, "InitAll allreduce: %d", data[i][99]);
+        NCCL(ncclCommDestroy(comms[i]));
+        cudaStreamDestroy(streams[i]);
+        cudaFree(data[i]);
+    }
+    cudaSetDevice(rank % 8);
+}
+
 static void wait_async(ncclComm_t comm) {
     ncclResult_t state = ncclInProgress;
     for (int tries = 0; tries < 300000; tries++) { /* 30 s */
@@ -419,6 +451,37 @@ static void check_errors(ncclComm_t comm, cudaStream_t stream) {
     cudaFree(data);
 }
 
+static void CUDART_CB slow_host_function(void *flag) {
+    usleep(50000);
+    *(volatile int *)flag = 1;
+}
+
+/* Stream work runs later, on the stream's own thread, in order. */
+static void check_asynchrony(cudaStream_t stream) {
+    static int flag;
+    int32_t *data = device_alloc(4);
+    *data = 0;
+    CUDA(cudaLaunchHostFunc(stream, slow_host_function, &flag));
+    CUDA(cudaMemsetAsync(data, 1, 4, stream));
+    CHECK(cudaStreamQuery(stream) == cudaErrorNotReady && !flag && *data == 0, "stream work ran at once");
+    CUDA(cudaStreamSynchronize(stream));
+    CHECK(flag && *data == 0x01010101, "stream work after synchronize: %d %x", flag, *data);
+    cudaFree(data);
+}
+
+/* Milliseconds per 1 MiB float all-reduce (rank 0 prints them). */
+static void print_time(ncclComm_t comm, cudaStream_t stream) {
+    float *data = device_alloc((size_t)1 << 20);
+    memset(data, 0, (size_t)1 << 20);
+    double start = MPI_Wtime();
+    for (int i = 0; i < 20; i++)
+        NCCL(ncclAllReduce(data, data, (size_t)1 << 18, ncclFloat32, ncclSum, comm, stream));
+    CUDA(cudaStreamSynchronize(stream));
+    if (rank == 0)
+        printf("time: %.1f ms per 1 MiB all-reduce at np %d\n", (MPI_Wtime() - start) * 1e3 / 20, nranks);
+    cudaFree(data);
+}
+
 /* 24 fixed contributions; each rank adds its 24/N in order, then the all-reduce. */
 static void print_sum(ncclComm_t comm, cudaStream_t stream) {
     size_t count = (size_t)1 << 16;
@@ -454,6 +517,8 @@ int main(int argc, char **argv) {
     ncclComm_t comm = world_comm(NULL);
     if (!strcmp(mode, "sum")) {
         print_sum(comm, stream);
+    } else if (!strcmp(mode, "time")) {
+        print_time(comm, stream);
     } else {
         check_integer_collectives(comm, stream, 1);
         check_integer_collectives(comm, stream, 1000);
@@ -462,8 +527,10 @@ int main(int argc, char **argv) {
         check_send_recv(comm, stream);
         check_threads_and_split(comm);
         check_nonblocking(stream);
+        check_init_all();
         check_graph(comm, stream);
         check_errors(comm, stream);
+        check_asynchrony(stream);
     }
     NCCL(ncclCommDestroy(comm));
     int total = 0;
