@@ -4,7 +4,6 @@
  * still queued and stale handles never touch freed memory. */
 #include "cuda_objects.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
