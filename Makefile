@@ -60,8 +60,13 @@ NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_l
 NONVCC_SHIM = $(if $(NVCC),$(BUILD)/nonvcc/libreprod_shim.so)
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
 FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
+# Host-memory stand-ins for CUDA and NCCL (tests/standins_nccl/): what NCCL test programs link
+# and run against on a machine without a GPU. Never part of the shim.
+STANDINS  := $(BUILD)/standins
+NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
+             $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
-            $(NCCL_STANDINS) $(NCCL_BIN) $(NONVCC_SHIM)
+            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -121,6 +126,34 @@ $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
 
+# The CUDA and NCCL stand-ins. The CUDA headers come in with -isystem: nccl.h declares
+# ncclGroupStart() without a prototype, which -Wstrict-prototypes would refuse. libcudart and
+# libnccl call into libcuda.so.1 (one set of streams and allocations) and find it beside them.
+# STANDIN_KERNEL_SRC: the host builds of the shim's kernels (kernels.h), linked into libcuda.
+STANDIN_KERNEL_SRC ?= tests/standins_nccl/kernels.c
+STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl $(CFLAGS)
+STANDIN_CUDA_SRC := $(filter-out %/cuda_runtime.c,$(wildcard tests/standins_nccl/cuda_*.c))
+STANDIN_NCCL_SRC := $(wildcard tests/standins_nccl/nccl_*.c)
+STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
+
+$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDIN_KERNEL_SRC) $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c,$^) -lpthread -lm
+
+$(STANDINS)/libcudart.so.%: tests/standins_nccl/cuda_runtime.c $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcudart.so.$* -Wl,-rpath,'$$ORIGIN' -o $@ $< \
+	    -L$(STANDINS) -l:libcuda.so.1 -lpthread
+
+$(STANDINS)/libcudart.so: $(STANDINS)/libcudart.so.13
+	ln -sf libcudart.so.13 $@
+
+$(STANDINS)/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$$ORIGIN' -o $@ $(filter %.c,$^) \
+	    -L$(STANDINS) -l:libcuda.so.1 -lpthread -lrt -lm
+
+$(STANDINS)/libnccl.so: $(STANDINS)/libnccl.so.2
+	ln -sf libnccl.so.2 $@
+
 # Test programs are ordinary MPI programs: they do not know about the shim. Each is built
 # against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
 $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
@@ -131,23 +164,25 @@ $(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
 
-NCCL_TEST_FLAGS = -I$(CUDA_INC) -Itests/nccl -Itests/unit -Iinclude
+# NCCL test programs: ordinary MPI + NCCL programs, run by the scripts with
+# LD_LIBRARY_PATH=build/standins. (-isystem: nccl.h declares ncclGroupStart() unprototyped.)
+NCCL_TEST_FLAGS = -isystem $(CUDA_INC) -Itests/nccl -Itests/unit -Iinclude
 NCCL_TEST_LIBS  = -L$(BUILD)/standins -lnccl -lcudart
 
-$(BUILD)/tests/nccl/%: tests/nccl/%.c $(wildcard tests/nccl/*.h) tests/unit/engine_oracle.h $(NCCL_STANDINS)
+$(BUILD)/tests/nccl/%: tests/nccl/%.c $(wildcard tests/nccl/*.h) tests/unit/engine_oracle.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS) -lmpfr -lgmp -lpthread -lm
 
-$(BUILD)/tests/nccl/loaders_linked: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+$(BUILD)/tests/nccl/loaders_linked: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) -DLINKED $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS) -lmpfr -lgmp -ldl -lm
 
 # Without -lnccl: NCCL comes through dlopen only (the RTLD_LOCAL library, or dlsym).
-$(BUILD)/tests/nccl/loaders_dynamic: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+$(BUILD)/tests/nccl/loaders_dynamic: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ -L$(BUILD)/standins -lcudart -lmpfr -lgmp -ldl -lm
 
-$(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_api.h $(NCCL_STANDINS)
+$(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS)
 

@@ -1,0 +1,279 @@
+/* The CUDA stand-in's memory: device and pinned host memory are both host memory, recorded in an
+ * allocation table so that pointer attributes and frees can tell them apart; copies and memsets
+ * are stream work (the synchronous forms enqueue on the legacy stream and wait for it). */
+#include "standin_cuda.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct allocation {
+    char *base;
+    size_t bytes;
+    enum scuda_memory_kind kind;
+    int device;
+};
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct allocation *table;
+static size_t table_count, table_capacity;
+
+CUresult scuda_memory_alloc(void **ptr, size_t bytes, enum scuda_memory_kind kind) {
+    if (!ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *memory = NULL;
+    /* 0 bytes still gives a distinct pointer, which simplifies the table */
+    if (posix_memalign(&memory, 4096, bytes ? bytes : 1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&table_lock);
+    if (table_count == table_capacity) {
+        size_t capacity = table_capacity ? table_capacity * 2 : 256;
+        struct allocation *grown = realloc(table, capacity * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&table_lock);
+            free(memory);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        table = grown;
+        table_capacity = capacity;
+    }
+    table[table_count++] = (struct allocation){memory, bytes, kind, standin_current_device()};
+    pthread_mutex_unlock(&table_lock);
+    *ptr = memory;
+    return CUDA_SUCCESS;
+}
+
+CUresult scuda_memory_free(void *ptr, enum scuda_memory_kind kind) {
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < table_count; i++) {
+        if (table[i].base == ptr && table[i].kind == kind) {
+            table[i] = table[--table_count];
+            pthread_mutex_unlock(&table_lock);
+            free(ptr);
+            return CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+int scuda_memory_find(const void *ptr, void **base, size_t *bytes, enum scuda_memory_kind *kind, int *device) {
+    const char *address = ptr;
+    int found = 0;
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < table_count && !found; i++) {
+        if (address >= table[i].base && address < table[i].base + (table[i].bytes ? table[i].bytes : 1)) {
+            found = 1;
+            if (base)
+                *base = table[i].base;
+            if (bytes)
+                *bytes = table[i].bytes;
+            if (kind)
+                *kind = table[i].kind;
+            if (device)
+                *device = table[i].device;
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    return found;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+    if (!dptr || !bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    return scuda_memory_alloc((void **)dptr, bytes, SCUDA_DEVICE);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    return scuda_memory_free((void *)dptr, SCUDA_DEVICE);
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytes) {
+    return scuda_memory_alloc(pp, bytes, SCUDA_HOST);
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
+    (void)flags;
+    return scuda_memory_alloc(pp, bytes, SCUDA_HOST);
+}
+
+CUresult cuMemFreeHost(void *p) {
+    return scuda_memory_free(p, SCUDA_HOST);
+}
+
+/* Stream-ordered allocation: the memory is allocated at once, freed when the stream reaches the
+ * free. Inside a capture the free never runs: the memory lives as long as the graph. */
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream) {
+    if (standin_stream_device(stream) < 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return cuMemAlloc_v2(dptr, bytes);
+}
+
+static void free_now(void *arg) {
+    scuda_memory_free(arg, SCUDA_DEVICE);
+}
+
+static void nothing(void *arg) {
+    (void)arg;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+    if (!scuda_memory_find((void *)dptr, NULL, NULL, NULL, NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult result = cuStreamIsCapturing(stream, &status);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return standin_stream_enqueue(stream, nothing, (void *)dptr, free_now);
+    return standin_stream_enqueue(stream, free_now, (void *)dptr, NULL);
+}
+
+/* ---- copies and memsets ---- */
+
+struct copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    int value; /* memset: the byte; copy: -1 */
+};
+
+static void copy_run(void *arg) {
+    struct copy *copy = arg;
+    if (copy->value >= 0)
+        memset(copy->dst, copy->value, copy->bytes);
+    else if (copy->dst != copy->src)
+        memmove(copy->dst, copy->src, copy->bytes);
+}
+
+static CUresult copy_enqueue(void *dst, const void *src, size_t bytes, int value, CUstream stream) {
+    if (!bytes)
+        return standin_stream_device(stream) < 0 ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+    if (!dst || (value < 0 && !src))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct copy *copy = malloc(sizeof *copy);
+    if (!copy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *copy = (struct copy){dst, src, bytes, value};
+    CUresult result = standin_stream_enqueue(stream, copy_run, copy, free);
+    if (result != CUDA_SUCCESS)
+        free(copy);
+    return result;
+}
+
+static CUresult copy_sync(void *dst, const void *src, size_t bytes, int value) {
+    CUresult result = copy_enqueue(dst, src, bytes, value, CU_STREAM_LEGACY);
+    return result != CUDA_SUCCESS ? result : cuStreamSynchronize(CU_STREAM_LEGACY);
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+    return copy_enqueue((void *)dst, (const void *)src, bytes, -1, stream);
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream) {
+    return copy_enqueue((void *)dst, src, bytes, -1, stream);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+    return copy_enqueue(dst, (const void *)src, bytes, -1, stream);
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+    return copy_enqueue((void *)dst, (const void *)src, bytes, -1, stream);
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+    return copy_enqueue((void *)dst, NULL, count, value, stream);
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+    return copy_sync((void *)dst, (const void *)src, bytes, -1);
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
+    return copy_sync((void *)dst, src, bytes, -1);
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
+    return copy_sync(dst, (const void *)src, bytes, -1);
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+    return copy_sync((void *)dst, (const void *)src, bytes, -1);
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
+    return copy_sync((void *)dst, NULL, count, value);
+}
+
+/* ---- pointer attributes ---- */
+
+/* Pointers outside the table are unregistered host memory: CUDA_ERROR_INVALID_VALUE, as CUDA. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+    void *base;
+    size_t bytes;
+    enum scuda_memory_kind kind;
+    int device;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!scuda_memory_find((void *)ptr, &base, &bytes, &kind, &device))
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = kind == SCUDA_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = scuda_primary_context(device);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (kind != SCUDA_HOST)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(void **)data = (void *)ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = device;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = (unsigned long long)(uintptr_t)base;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = (CUdeviceptr)base;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = bytes;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(int *)data = 1;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+    if (free_bytes)
+        *free_bytes = (size_t)64 << 30;
+    if (total_bytes)
+        *total_bytes = (size_t)80 << 30;
+    return CUDA_SUCCESS;
+}
+
+#define PLAIN_ALIAS(plain, versioned)                                                                  \
+    extern __typeof__(versioned) standin_##plain##_plain __asm__(#plain) __attribute__((alias(#versioned)));
+PLAIN_ALIAS(cuMemAlloc, cuMemAlloc_v2)
+PLAIN_ALIAS(cuMemFree, cuMemFree_v2)
+PLAIN_ALIAS(cuMemAllocHost, cuMemAllocHost_v2)
+PLAIN_ALIAS(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)
+PLAIN_ALIAS(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)
+PLAIN_ALIAS(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2)
+PLAIN_ALIAS(cuMemcpyHtoD, cuMemcpyHtoD_v2)
+PLAIN_ALIAS(cuMemcpyDtoH, cuMemcpyDtoH_v2)
+PLAIN_ALIAS(cuMemcpyDtoD, cuMemcpyDtoD_v2)
+PLAIN_ALIAS(cuMemsetD8, cuMemsetD8_v2)
+PLAIN_ALIAS(cuMemGetInfo, cuMemGetInfo_v2)
