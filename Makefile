@@ -29,9 +29,21 @@ OMPI_INC  := $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) -DOM
 MPICH_INC := $(patsubst %,-I%,$(patsubst -I%,%,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null))))
 MPICH_INC := $(if $(wildcard $(patsubst -I%,%,$(firstword $(MPICH_INC)))/mpi.h),$(MPICH_INC),-DREPROD_WITHOUT_MPICH_HEADERS)
 
+# nvcc, when present, builds the device kernels (shim/cuda_kernels.cu) into a fatbin that the
+# shim embeds (shim/cuda_image.S); `make NVCC=` builds a shim without them (host path only).
+# -fmad=false -ftz=false -prec-div=true: the device computes as the host engine does.
+NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+NVCCFLAGS := -std=c++17 -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Iinclude -Ishim
+NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
+KERNEL_SRC    := shim/cuda_kernels.cu shim/cuda_kernel.h shim/engine_inner.h shim/engine_round.h \
+                 shim/engine_ordered.h include/reprod.h
+KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
+KERNEL_STAMP  := $(BUILD)/cuda/with_kernels # "yes" or "no": cuda_module.o follows a change
+
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
-SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
+SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o) $(if $(NVCC),$(BUILD)/obj/shim/cuda_image.o)
 HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
 
 SHIM      := $(BUILD)/libreprod_shim.so
@@ -66,6 +78,25 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(SHIMFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
+
+# The kernels: rebuilt only when their sources change (nvcc is slow).
+$(KERNEL_FATBIN): $(KERNEL_SRC)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -fatbin shim/cuda_kernels.cu -o $@
+
+$(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -DREPROD_FATBIN='"$(KERNEL_FATBIN)"' $< -o $@
+
+$(KERNEL_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo $(if $(NVCC),yes,no) | cmp -s - $@ || echo $(if $(NVCC),yes,no) > $@
+
+$(BUILD)/obj/shim/cuda_module.o: $(KERNEL_STAMP)
+$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
+
+.PHONY: FORCE
+FORCE:
 $(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
