@@ -117,7 +117,12 @@ $(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< $(UNIT_EXTRA) -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+
+# The kernel's unit test also checks the stand-in libcuda's host build of the kernels.
+$(BUILD)/tests/test_cuda_kernel: tests/standins_nccl/kernels.c tests/standins_nccl/kernels.h \
+    shim/cuda_kernel.h shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
+$(BUILD)/tests/test_cuda_kernel: UNIT_EXTRA = tests/standins_nccl/kernels.c
 
 # The engine's fuzzer against MPFR (tests/fuzz_engine.c; make fuzz).
 $(BUILD)/tests/fuzz_engine: tests/fuzz_engine.c tests/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
