@@ -69,6 +69,7 @@ EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: gpu-tests test-gpu
 .PHONY: format
 
 all: $(SHIM) $(TOOL)
@@ -186,6 +187,17 @@ $(BUILD)/bench/%: bench/%.c $(CORE)
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(CFLAGS) $< -o $@ -lm
+
+# The device checks against the real driver (tests/gpu/): built here, run on a GPU machine.
+GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
+
+gpu-tests: $(GPU_TEST_BIN)
+
+test-gpu: all $(GPU_TEST_BIN)
+	@BUILD=$(BUILD) tests/gpu/run.sh
 
 deps:
 	@tools/install-deps
