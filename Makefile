@@ -29,9 +29,21 @@ OMPI_INC  := $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) -DOM
 MPICH_INC := $(patsubst %,-I%,$(patsubst -I%,%,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null))))
 MPICH_INC := $(if $(wildcard $(patsubst -I%,%,$(firstword $(MPICH_INC)))/mpi.h),$(MPICH_INC),-DREPROD_WITHOUT_MPICH_HEADERS)
 
+# nvcc, when present, builds the device kernels (shim/cuda_kernels.cu) into a fatbin that the
+# shim embeds (shim/cuda_image.S); `make NVCC=` builds a shim without them (host path only).
+# -fmad=false -ftz=false -prec-div=true: the device computes as the host engine does.
+NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+NVCCFLAGS := -std=c++17 -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Iinclude -Ishim
+NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
+KERNEL_SRC    := shim/cuda_kernels.cu shim/cuda_kernel.h shim/engine_inner.h shim/engine_round.h \
+                 shim/engine_ordered.h include/reprod.h
+KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
+KERNEL_STAMP  := $(BUILD)/cuda/with_kernels # "yes" or "no": cuda_module.o follows a change
+
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
-SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
+SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o) $(if $(NVCC),$(BUILD)/obj/shim/cuda_image.o)
 HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
 
 SHIM      := $(BUILD)/libreprod_shim.so
@@ -71,6 +83,7 @@ EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: gpu-tests test-gpu
 .PHONY: format
 
 all: $(SHIM) $(TOOL)
@@ -83,6 +96,25 @@ $(BUILD)/obj/%.o: %.c
 # return address in place; and ASan's start-up calls dlsym before its shadow memory exists.
 $(BUILD)/obj/hooks/dlsym.o $(BUILD)/obj/shim/glibc_dlsym.o: SHIMFLAGS += -fno-sanitize=all -foptimize-sibling-calls
 $(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
+
+# The kernels: rebuilt only when their sources change (nvcc is slow).
+$(KERNEL_FATBIN): $(KERNEL_SRC)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -fatbin shim/cuda_kernels.cu -o $@
+
+$(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -DREPROD_FATBIN='"$(KERNEL_FATBIN)"' $< -o $@
+
+$(KERNEL_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo $(if $(NVCC),yes,no) | cmp -s - $@ || echo $(if $(NVCC),yes,no) > $@
+
+$(BUILD)/obj/shim/cuda_module.o: $(KERNEL_STAMP)
+$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
+
+.PHONY: FORCE
+FORCE:
 $(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
@@ -103,7 +135,12 @@ $(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< $(UNIT_EXTRA) -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+
+# The kernel's unit test also checks the stand-in libcuda's host build of the kernels.
+$(BUILD)/tests/test_cuda_kernel: tests/standins_nccl/kernels.c tests/standins_nccl/kernels.h \
+    shim/cuda_kernel.h shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
+$(BUILD)/tests/test_cuda_kernel: UNIT_EXTRA = tests/standins_nccl/kernels.c
 
 # The engine's fuzzer against MPFR (tests/fuzz_engine.c; make fuzz).
 $(BUILD)/tests/fuzz_engine: tests/fuzz_engine.c tests/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
@@ -131,12 +168,13 @@ $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 # libnccl call into libcuda.so.1 (one set of streams and allocations) and find it beside them.
 # STANDIN_KERNEL_SRC: the host builds of the shim's kernels (kernels.h), linked into libcuda.
 STANDIN_KERNEL_SRC ?= tests/standins_nccl/kernels.c
-STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl $(CFLAGS)
+STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl -Ishim -Iinclude $(CFLAGS)
 STANDIN_CUDA_SRC := $(filter-out %/cuda_runtime.c,$(wildcard tests/standins_nccl/cuda_*.c))
 STANDIN_NCCL_SRC := $(wildcard tests/standins_nccl/nccl_*.c)
 STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
 
-$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDIN_KERNEL_SRC) $(STANDIN_HEADERS)
+$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDIN_KERNEL_SRC) $(STANDIN_HEADERS) \
+    shim/cuda_kernel.h shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c,$^) -lpthread -lm
 
@@ -220,6 +258,17 @@ $(BUILD)/bench/%: bench/%.c $(CORE)
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(CFLAGS) $< -o $@ -lm
+
+# The device checks against the real driver (tests/gpu/): built here, run on a GPU machine.
+GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
+
+gpu-tests: $(GPU_TEST_BIN)
+
+test-gpu: all $(GPU_TEST_BIN)
+	@BUILD=$(BUILD) tests/gpu/run.sh
 
 deps:
 	@tools/install-deps

@@ -218,7 +218,7 @@ int nccl_hash_device(const void *device, size_t bytes, cudaStream_t stream, uint
     void *host = malloc(bytes);
     if (!host) return -1;
     int ok = reprod_cuda_copy_async(host, device, bytes, stream) == REPROD_CUDA_OK &&
-             reprod_cuda_synchronize(stream) == REPROD_CUDA_OK;
+             reprod_cuda_stream_sync(stream) == REPROD_CUDA_OK;
     if (ok) *hash = reprod_trace_hash(host, bytes);
     free(host);
     return ok ? 0 : -1;

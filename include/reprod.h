@@ -46,7 +46,7 @@ typedef enum reprod_rounding {
 typedef enum reprod_op {
     REPROD_SUM = 0, /* the sum of the contributions */
     REPROD_AVG = 1, /* the sum divided by the number of contributions */
-    REPROD_PROD = 2, /* the product: reprod_reduce_ordered only (the rank-order fold) */
+    REPROD_PROD = 2, /* the product: ordered only (reprod_reduce_exact refuses it) */
 } reprod_op;
 
 /* Size in bytes of one element of `type`, or 0 for an unknown type. */
@@ -65,8 +65,9 @@ size_t reprod_type_size(reprod_type type);
  * The result does not depend on the order of the contributions, nor on the machine, nor on the
  * floating-point environment of the caller (which is left as it was found). `result` may be
  * one of the contributions (the same pointer), but may not overlap one partially.
- * Returns REPROD_OK, or REPROD_EINVAL for an unknown type, op or rounding, a
- * contribution_count below 1, or a NULL pointer where element_count > 0. */
+ * Returns REPROD_OK, or REPROD_EINVAL for an unknown type, op or rounding (REPROD_PROD
+ * included: a product has no exact mode), a contribution_count below 1, or a NULL pointer
+ * where element_count > 0. */
 int reprod_reduce_exact(reprod_type type, reprod_op op, reprod_rounding rounding,
                         const void *const contributions[], int contribution_count,
                         size_t element_count, void *result);
@@ -74,7 +75,10 @@ int reprod_reduce_exact(reprod_type type, reprod_op op, reprod_rounding rounding
 /* Ordered reduction: for each i, the fold in rank order
  *     acc = contributions[0][i]; acc = acc + contributions[k][i] for k = 1 .. count-1
  * where each addition is rounded to `type` to nearest (ties to even); REPROD_AVG divides the
- * folded sum by contribution_count, rounded to nearest once more. Deterministic for a fixed
+ * folded sum by contribution_count, rounded to nearest once more. REPROD_PROD folds products
+ * the same way: acc = acc * contributions[k][i], each product rounded to nearest in `type` (for
+ * binary16 and bfloat16 the product of two values is exact in binary64, then rounded). Any NaN
+ * result is the canonical quiet NaN of reprod_reduce_exact. Deterministic for a fixed
  * contribution order; cheaper than exact; not independent of that order. Same aliasing rules
  * and return codes as reprod_reduce_exact. */
 int reprod_reduce_ordered(reprod_type type, reprod_op op, const void *const contributions[],

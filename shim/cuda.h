@@ -21,14 +21,20 @@
 typedef struct CUstream_st *reprod_stream;
 
 /* Status of every function below: 0 on success, else a CUresult-like nonzero code. */
-enum { REPROD_CUDA_OK = 0, REPROD_CUDA_UNAVAILABLE = -1 };
+enum {
+    REPROD_CUDA_OK = 0,
+    REPROD_CUDA_UNAVAILABLE = -1,  /* CUDA is not loaded, or lacks a function the shim needs */
+    REPROD_CUDA_INVALID_VALUE = 1, /* an argument is out of range (CUDA_ERROR_INVALID_VALUE) */
+};
 
 /* 1 when the process uses CUDA (libcuda.so.1 is loaded and initialised) and the functions the
  * shim needs were found; thread-safe, cheap after the first call. */
 int reprod_cuda_ready(void);
 
 /* 1 when the device kernels are built into the shim and loaded for the calling thread's
- * current context (else reductions take the host path). */
+ * current context (else reductions take the host path). Loads them on the first call for a
+ * context: call it when a communicator is created, outside any graph capture (a reduction on
+ * a capturing stream never loads them: it takes the host path until they are loaded). */
 int reprod_cuda_kernels_loaded(void);
 
 /* Stream-ordered device memory (cuMemAllocAsync / cuMemFreeAsync on `stream`). */
@@ -39,11 +45,13 @@ int reprod_cuda_free_async(void *pointer, reprod_stream stream);
 int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
                            reprod_stream stream);
 
-/* Wait until everything enqueued on `stream` so far has run (tracing only: it blocks). */
-int reprod_cuda_synchronize(reprod_stream stream);
-
-/* 1 in *capturing when `stream` is being captured into a graph (cuStreamIsCapturing). */
+/* 1 in *capturing when `stream` is being captured into a graph (cuStreamIsCapturing; an
+ * invalidated capture counts as capturing). */
 int reprod_cuda_capturing(reprod_stream stream, int *capturing);
+
+/* Wait until `stream` has done all its work (cuStreamSynchronize). For tests, tools and
+ * tracing (REPROD_TRACE hashes device data in stream order): the data path never waits. */
+int reprod_cuda_stream_sync(reprod_stream stream);
 
 /* PreMulSum: how each contribution is scaled before the sum (NCCL multiplies every
  * contribution by the scalar in its type, rounded to nearest). */
@@ -60,7 +68,7 @@ enum reprod_premul {
  * kernel's own use (a pointer array, scaled copies: whatever the implementation needs). */
 struct reprod_device_reduction {
     reprod_type type;
-    reprod_op op;             /* REPROD_SUM or REPROD_AVG */
+    reprod_op op;             /* REPROD_SUM or REPROD_AVG; REPROD_PROD when ordered */
     reprod_rounding rounding; /* exact mode */
     int ordered;              /* 1: the rank-order fold (REPROD_MODE=ordered), not exact */
     int count;                /* contributions N >= 1 */
@@ -76,12 +84,19 @@ struct reprod_device_reduction {
     const void *scalar_device; /* REPROD_PREMUL_DEVICE */
 };
 
-/* Device bytes reprod_cuda_reduce needs in `work` for `reduction` (its work field unset). */
+/* Device bytes reprod_cuda_reduce needs in `work` for `reduction` (its work field unset):
+ * count * sizeof(void *) for more than 32 contributions (the kernel's pointer array, filled in
+ * stream order by a first small kernel), else 0 (work may then be NULL). Without it the
+ * reduction still runs, on the host path. */
 size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduction);
 
 /* Enqueue the reduction on `stream`: asynchronous, capturable into a CUDA graph, no host
  * synchronisation. PreMulSum multiplies each contribution (read, never written) by the scalar
- * in its type before the exact sum. Returns REPROD_CUDA_OK, or an error (nothing enqueued). */
+ * in its type, rounded to nearest, before the exact sum (or the ordered fold). The stream's
+ * context is made current for the call when it is not. Device kernels when loaded for that
+ * context, else the host path (pinned staging, host engine, in stream order): the same bits.
+ * Returns REPROD_CUDA_OK; REPROD_CUDA_INVALID_VALUE for bad arguments, REPROD_CUDA_UNAVAILABLE
+ * without CUDA, or the driver's error (then a part may have been enqueued, e.g. a copy). */
 int reprod_cuda_reduce(reprod_stream stream, const struct reprod_device_reduction *reduction);
 
 #endif /* REPROD_CUDA_H */

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "engine_kernels.h"
+#include "engine_ordered.h"
 
 #include <fenv.h>
 #include <stdint.h>
@@ -82,11 +83,13 @@ REPROD_EXPORT size_t reprod_type_size(reprod_type type)
     return 0;
 }
 
-/* Whether the arguments common to both reductions are in range. */
+/* Whether the arguments common to both reductions are in range (REPROD_PROD: ordered only). */
 static int arguments_valid(reprod_type type, reprod_op op, const void *const contributions[],
-                           int contribution_count, size_t element_count, const void *result)
+                           int contribution_count, size_t element_count, const void *result,
+                           int ordered)
 {
-    if (reprod_type_size(type) == 0 || (op != REPROD_SUM && op != REPROD_AVG)) return 0;
+    int op_valid = op == REPROD_SUM || op == REPROD_AVG || (ordered && op == REPROD_PROD);
+    if (reprod_type_size(type) == 0 || !op_valid) return 0;
     if (contribution_count < 1) return 0;
     if (element_count == 0) return 1;
     if (contributions == NULL || result == NULL) return 0;
@@ -437,7 +440,7 @@ int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding
                         const struct reprod_engine_options *options,
                         struct reprod_engine_stats *stats)
 {
-    if (!arguments_valid(type, op, contributions, contribution_count, element_count, result))
+    if (!arguments_valid(type, op, contributions, contribution_count, element_count, result, 0))
         return REPROD_EINVAL;
     if (rounding != REPROD_ROUND_NEAREST && rounding != REPROD_ROUND_ZERO &&
         rounding != REPROD_ROUND_UP && rounding != REPROD_ROUND_DOWN)
@@ -538,7 +541,7 @@ ORDERED_PASS(ordered_pass_double, double, v8d)
 
 /* The ordered fold of a binary32 or binary64 block (T, pass as above) into dst, for the
  * instruction set `target`; ordered_average divides for AVG. */
-#define ORDERED_FOLD(name, target, T, pass, ordered_average)                                       \
+#define ORDERED_FOLD(name, target, T, pass, ordered_average, canonical)                                     \
     target static void name(const T *const *c, int count, size_t element_count, T *result,         \
                             int average)                                                           \
     {                                                                                              \
@@ -561,6 +564,7 @@ ORDERED_PASS(ordered_pass_double, double, v8d)
                 src = acc;                                                                         \
             }                                                                                      \
             if (average) ordered_average(acc, count, length, result + base);                       \
+            canonical(result + base, length);                                                      \
         }                                                                                          \
     }
 
@@ -584,11 +588,36 @@ static void ordered_average_double(const double *acc, int count, size_t length, 
         out[j] = acc[j] / (double)count; /* N < 2^31 is exact: one rounding */
 }
 
+/* Every NaN of a finished block becomes the canonical one: the hardware's NaN depends on the
+ * operand order the compiler chose and differs between CPU and GPU (engine_ordered.h). A
+ * branch-free pass over the block while it is in L1. */
+static inline __attribute__((always_inline)) void canonical_nan_float(float *block, size_t length)
+{
+    for (size_t j = 0; j < length; j++) {
+        uint32_t bits;
+        memcpy(&bits, block + j, sizeof bits);
+        bits = (bits & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : bits;
+        memcpy(block + j, &bits, sizeof bits);
+    }
+}
+
+static inline __attribute__((always_inline)) void canonical_nan_double(double *block,
+                                                                       size_t length)
+{
+    for (size_t j = 0; j < length; j++) {
+        uint64_t bits;
+        memcpy(&bits, block + j, sizeof bits);
+        bits = (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull ? 0x7ff8000000000000ull
+                                                                        : bits;
+        memcpy(block + j, &bits, sizeof bits);
+    }
+}
+
 /* name: the ordered fold of the widest kernel level allowed (every level adds the same). */
-#define ORDERED_FOLDS(name, T, pass, ordered_average)                                              \
-    ORDERED_FOLD(name##_avx512, ORDERED_AVX512, T, pass, ordered_average)                          \
-    ORDERED_FOLD(name##_avx2, ORDERED_AVX2, T, pass, ordered_average)                              \
-    ORDERED_FOLD(name##_generic, , T, pass, ordered_average)                                       \
+#define ORDERED_FOLDS(name, T, pass, ordered_average, canonical)                                   \
+    ORDERED_FOLD(name##_avx512, ORDERED_AVX512, T, pass, ordered_average, canonical)               \
+    ORDERED_FOLD(name##_avx2, ORDERED_AVX2, T, pass, ordered_average, canonical)                   \
+    ORDERED_FOLD(name##_generic, , T, pass, ordered_average, canonical)                            \
     static void name(const T *const *c, int count, size_t element_count, T *result, int average)  \
     {                                                                                              \
         enum engine_kernel_level level = kernel_level();                                           \
@@ -600,8 +629,10 @@ static void ordered_average_double(const double *acc, int count, size_t length, 
             name##_generic(c, count, element_count, result, average);                              \
     }
 
-ORDERED_FOLDS(ordered_fold_float, float, ordered_pass_float, ordered_average_float)
-ORDERED_FOLDS(ordered_fold_double, double, ordered_pass_double, ordered_average_double)
+ORDERED_FOLDS(ordered_fold_float, float, ordered_pass_float, ordered_average_float,
+              canonical_nan_float)
+ORDERED_FOLDS(ordered_fold_double, double, ordered_pass_double, ordered_average_double,
+              canonical_nan_double)
 
 /* The ordered fold of binary16 or bfloat16: each addition is exact in binary64 (binary16) or
  * rounded twice harmlessly (bfloat16: 53 >= 2 * 8 + 2), then rounded to nearest in the type. */
@@ -625,17 +656,28 @@ static void ordered_small(reprod_type type, int average, const uint16_t *const *
     }
 }
 
+/* The ordered product, element by element with the GPU kernels' arithmetic. */
+static void ordered_product(reprod_type type, const void *const *contributions, int count,
+                            size_t element_count, void *result)
+{
+    for (size_t j = 0; j < element_count; j++)
+        engine_store_bits(type, result, j,
+                          engine_ordered_element(type, REPROD_PROD, contributions, count, j));
+}
+
 REPROD_EXPORT int reprod_reduce_ordered(reprod_type type, reprod_op op,
                                         const void *const contributions[], int contribution_count,
                                         size_t element_count, void *result)
 {
-    if (!arguments_valid(type, op, contributions, contribution_count, element_count, result))
+    if (!arguments_valid(type, op, contributions, contribution_count, element_count, result, 1))
         return REPROD_EINVAL;
     if (element_count == 0) return REPROD_OK;
     engine_environment saved;
     environment_enter(&saved);
     int average = op == REPROD_AVG;
-    if (type == REPROD_FLOAT32)
+    if (op == REPROD_PROD) /* element by element (products are rare): engine_ordered.h */
+        ordered_product(type, contributions, contribution_count, element_count, result);
+    else if (type == REPROD_FLOAT32)
         ordered_fold_float((const float *const *)contributions, contribution_count, element_count,
                            (float *)result, average);
     else if (type == REPROD_FLOAT64)

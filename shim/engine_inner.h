@@ -400,6 +400,49 @@ ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
 
 /* ---- One element, either path ----------------------------------------------------------- */
 
+/* The fast path of element `index` of the exact reduction: 1 with its bits in *bits when the
+ * fast path serves it, 0 when it must take the general path (nothing else changes). Split from
+ * engine_exact_element so that a GPU thread touches its accumulator only on the general path. */
+ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rounding dir,
+                                      const void *const *contributions, int count, size_t index,
+                                      uint64_t *bits_out)
+{
+    struct engine_format f = engine_format_of(type);
+    uint64_t magnitude_mask = engine_sign_bit(&f) - 1;
+    if (type == REPROD_FLOAT64 && !engine_fast_double_serves(op, count)) return 0;
+    uint64_t max_magnitude = 0, min_nonzero_less_one = magnitude_mask;
+    double s = -0.0, t = 0.0;
+    for (int k = 0; k < count; k++) {
+        uint64_t bits = engine_load_bits(type, contributions[k], index);
+        uint64_t magnitude = bits & magnitude_mask;
+        uint64_t less_one = (magnitude - 1) & magnitude_mask;
+        max_magnitude = magnitude > max_magnitude ? magnitude : max_magnitude;
+        min_nonzero_less_one = less_one < min_nonzero_less_one ? less_one : min_nonzero_less_one;
+        double x = engine_bits_to_double(type, &f, bits);
+        if (type == REPROD_FLOAT64) {
+            double e;
+            engine_two_sum(s, x, &s, &e);
+            t += e;
+        } else {
+            s += x;
+        }
+    }
+    int window = engine_fast_window(f.precision, count);
+    if (!engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window)) return 0;
+    if (type == REPROD_FLOAT64) {
+        if (!engine_is_finite(s + t)) return 0;
+        uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0, contributions,
+                                                  count, index);
+        if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
+        *bits_out = bits;
+        return 1;
+    }
+    if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1) return 0;
+    *bits_out = engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count,
+                                   index);
+    return 1;
+}
+
 /* Element `index` of the exact reduction: the bits of the rounded sum (or average) of
  * contributions[0..count-1][index]. Tries the fast path unless force_general; `a` must be empty
  * (and is left empty); *general is incremented when the general path ran. */
@@ -408,41 +451,10 @@ ENGINE_FUNCTION uint64_t engine_exact_element(reprod_type type, reprod_op op, re
                                               size_t index, int force_general,
                                               struct engine_accumulator *a, size_t *general)
 {
+    uint64_t bits;
+    if (!force_general && engine_exact_fast(type, op, dir, contributions, count, index, &bits))
+        return bits;
     struct engine_format f = engine_format_of(type);
-    uint64_t magnitude_mask = engine_sign_bit(&f) - 1;
-    if (!force_general && (type != REPROD_FLOAT64 || engine_fast_double_serves(op, count))) {
-        uint64_t max_magnitude = 0, min_nonzero_less_one = magnitude_mask;
-        double s = -0.0, t = 0.0;
-        for (int k = 0; k < count; k++) {
-            uint64_t bits = engine_load_bits(type, contributions[k], index);
-            uint64_t magnitude = bits & magnitude_mask;
-            uint64_t less_one = (magnitude - 1) & magnitude_mask;
-            max_magnitude = magnitude > max_magnitude ? magnitude : max_magnitude;
-            min_nonzero_less_one =
-                less_one < min_nonzero_less_one ? less_one : min_nonzero_less_one;
-            double x = engine_bits_to_double(type, &f, bits);
-            if (type == REPROD_FLOAT64) {
-                double e;
-                engine_two_sum(s, x, &s, &e);
-                t += e;
-            } else {
-                s += x;
-            }
-        }
-        int window = engine_fast_window(f.precision, count);
-        if (engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window)) {
-            if (type == REPROD_FLOAT64) {
-                if (engine_is_finite(s + t)) {
-                    uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0,
-                                                              contributions, count, index);
-                    if (op == REPROD_SUM || engine_fast_average_double(&bits, count)) return bits;
-                }
-            } else if ((max_magnitude >> (f.precision - 1)) < (1u << f.exponent_bits) - 1) {
-                return engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions,
-                                          count, index);
-            }
-        }
-    }
     ++*general;
     for (int k = 0; k < count; k++)
         engine_accumulator_add(

@@ -130,7 +130,7 @@ static void run_case(ncclComm_t comm, cudaStream_t stream, enum collective c, re
     cases++;
     for (size_t i = 0; receives && !native && i < out_elements; i++) {
         size_t global = c == REDUCE_SCATTER ? (size_t)rank * count + i : i;
-        uint64_t terms[ORACLE_MAX_TERMS];
+        uint64_t terms[ORACLE_MAX_TERMS] = {0};
         for (int r = 0; r < ranks; r++)
             terms[r] = element_bits(t, (r + rotation) % ranks, global, op == OP_PROD);
         uint64_t expected = oracle(t, op, terms, ranks), got = load(t, result, i);

@@ -1,13 +1,55 @@
-/* Placeholder: no host builds of kernels yet. The branch that adds the shim's kernels replaces this
- * file with one that maps each kernel name to its host build (kernels.h). */
+/* kernels.c: the shim's device kernels (shim/cuda_kernels.cu) built for the host from the same
+ * source, shim/cuda_kernel.h: the stand-in libcuda runs "reprod_reduce" and "reprod_pointers"
+ * here, so that under the stand-ins the shim's kernel path runs the kernel's own code.
+ *
+ * Every thread of the grid runs one after the other (the kernels use no shared memory and no
+ * barrier, so that computes what the device does), in the default floating-point environment
+ * as a GPU would, whatever the calling thread set. Compile with -Ishim -Iinclude.
+ */
 #include "kernels.h"
 
-standin_kernel_fn *standin_kernel_lookup(const char *name) {
-    (void)name;
+#include "cuda_kernel.h"
+
+#include <fenv.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef void kernel_body(const struct reprod_kernel_args *args, uint64_t thread, uint64_t threads);
+
+/* Run `body` for every thread of a one-dimensional grid (the shim launches only those). */
+static void run_grid(kernel_body *body, void **params, const unsigned grid[3],
+                     const unsigned block[3])
+{
+    struct reprod_kernel_args args;
+    memcpy(&args, params[0], sizeof args);
+    uint64_t threads = (uint64_t)grid[0] * block[0];
+    fenv_t saved;
+    fegetenv(&saved);
+    fesetenv(FE_DFL_ENV);
+    for (uint64_t thread = 0; thread < threads; thread++)
+        body(&args, thread, threads);
+    fesetenv(&saved);
+}
+
+static void reduce_on_host(void **params, const unsigned grid[3], const unsigned block[3])
+{
+    run_grid(reprod_kernel_reduce, params, grid, block);
+}
+
+static void pointers_on_host(void **params, const unsigned grid[3], const unsigned block[3])
+{
+    run_grid(reprod_kernel_pointers, params, grid, block);
+}
+
+standin_kernel_fn *standin_kernel_lookup(const char *name)
+{
+    if (name == NULL) return NULL;
+    if (strcmp(name, REPROD_KERNEL_NAME) == 0) return reduce_on_host;
+    if (strcmp(name, REPROD_KERNEL_POINTERS_NAME) == 0) return pointers_on_host;
     return NULL;
 }
 
-size_t standin_kernel_param_bytes(const char *name) {
-    (void)name;
-    return 0;
+size_t standin_kernel_param_bytes(const char *name)
+{
+    return standin_kernel_lookup(name) != NULL ? sizeof(struct reprod_kernel_args) : 0;
 }

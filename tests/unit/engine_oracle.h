@@ -32,7 +32,7 @@ static const struct tfmt test_formats[4] = {
 };
 
 static const char *const test_rounding_names[4] = {"nearest", "zero", "up", "down"};
-static const char *const test_op_names[2] = {"sum", "avg"};
+static const char *const test_op_names[3] = {"sum", "avg", "prod"};
 
 static inline uint64_t tf_sign(const struct tfmt *f)
 {
@@ -191,8 +191,9 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
     return bits;
 }
 
-/* The reference of the ordered fold of one element: each addition rounded to nearest in the
- * format (MPFR with the format's range), then the average's division. */
+/* The reference of the ordered fold of one element: each addition (REPROD_PROD: each
+ * multiplication) rounded to nearest in the format (MPFR with the format's range), then the
+ * average's division. */
 static inline uint64_t oracle_ordered(reprod_type t, reprod_op op, const uint64_t *terms, int n)
 {
     const struct tfmt *f = &test_formats[t];
@@ -201,7 +202,7 @@ static inline uint64_t oracle_ordered(reprod_type t, reprod_op op, const uint64_
     mpfr_set_d(acc, tf_to_double(t, terms[0]), MPFR_RNDN);
     for (int k = 1; k < n; k++) {
         mpfr_set_d(x, tf_to_double(t, terms[k]), MPFR_RNDN);
-        int inex = mpfr_add(y, acc, x, MPFR_RNDN);
+        int inex = op == REPROD_PROD ? mpfr_mul(y, acc, x, MPFR_RNDN) : mpfr_add(y, acc, x, MPFR_RNDN);
         mpfr_set_d(acc, tf_to_double(t, oracle_fit(t, y, inex, MPFR_RNDN)), MPFR_RNDN);
     }
     uint64_t bits;

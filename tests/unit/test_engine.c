@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "engine_cases.h"
+#include "engine_ordered.h"
 
 #include <fenv.h>
 #include <stdlib.h>
@@ -409,7 +410,7 @@ Test(engine, exact_ignores_and_restores_the_caller_fp_environment)
     }
 }
 
-/* The ordered fold against MPFR rounding each addition (and, for binary32 and binary64, a
+/* The ordered fold (sum, average, product) against MPFR rounding each operation (and, for binary32 and binary64, a
  * plain fold in the type). Finite inputs; overflow to infinity included. */
 static void check_ordered(reprod_type t, int n, size_t count, generator *gen, uint64_t seed)
 {
@@ -427,8 +428,8 @@ static void check_ordered(reprod_type t, int n, size_t count, generator *gen, ui
     void **buffers = case_buffers(&c, order);
     void *out = malloc((count + 1) * tf_size(t));
     size_t mismatches = 0;
-    for (int run = 0; run < 2 * (ENGINE_KERNELS_AVX512 + 1); run++) {
-        int op = run % 2, level = run / 2; /* every kernel level this CPU runs */
+    for (int run = 0; run < 3 * (ENGINE_KERNELS_AVX512 + 1); run++) {
+        int op = run % 3, level = run / 3; /* every op, every kernel level this CPU runs */
         if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
         int rc = reprod_reduce_ordered(t, op, (const void *const *)buffers, n, count, out);
         engine_limit_kernels(ENGINE_KERNELS_AUTO);
@@ -463,7 +464,7 @@ static void check_ordered(reprod_type t, int n, size_t count, generator *gen, ui
     }
     /* In place gives the same bits. */
     void *copy = malloc((count + 1) * tf_size(t));
-    for (int op = 0; op < 2; op++) {
+    for (int op = 0; op < 3; op++) {
         reprod_reduce_ordered(t, op, (const void *const *)buffers, n, count, out);
         void *saved0 = buffers[0];
         memcpy(copy, saved0, count * tf_size(t));
@@ -523,7 +524,10 @@ Test(engine, invalid_arguments_return_einval)
         reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, in, 2, 2, NULL),
         REPROD_EINVAL);
     cr_assert_eq(reprod_reduce_ordered((reprod_type)9, REPROD_SUM, in, 2, 2, out), REPROD_EINVAL);
-    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, (reprod_op)2, in, 2, 2, out), REPROD_EINVAL);
+    cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, (reprod_op)3, in, 2, 2, out), REPROD_EINVAL);
+    cr_assert_eq(
+        reprod_reduce_exact(REPROD_FLOAT32, REPROD_PROD, REPROD_ROUND_NEAREST, in, 2, 2, out),
+        REPROD_EINVAL, "a product has no exact mode");
     cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, in, -1, 2, out), REPROD_EINVAL);
     cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, with_null, 2, 2, out),
                  REPROD_EINVAL);
@@ -535,4 +539,49 @@ Test(engine, invalid_arguments_return_einval)
         reprod_reduce_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST, NULL, 2, 0, NULL),
         REPROD_OK);
     cr_assert_eq(reprod_reduce_ordered(REPROD_FLOAT32, REPROD_SUM, NULL, 2, 0, NULL), REPROD_OK);
+}
+
+/* engine_ordered_element (the GPU kernels' ordered fold) gives reprod_reduce_ordered's bits,
+ * NaNs included, for every type, op and kernel level, on every kind of input. */
+Test(engine, ordered_element_equals_the_vector_fold_bitwise)
+{
+    static const int ns[] = {1, 2, 3, 5, 8, 9, 17, 33};
+    const size_t count = 203;
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            int n = ns[s];
+            struct rng r = {7000 + 10 * (uint64_t)t + s};
+            struct tcase c = case_new("ordered_element", (reprod_type)t, n, count);
+            uint64_t terms[ORACLE_MAX_TERMS];
+            for (size_t i = 0; i < count; i++) {
+                gen_mixed(&test_formats[t], &r, n, terms);
+                for (int k = 0; k < n; k++)
+                    c.terms[(size_t)k * count + i] = terms[k];
+            }
+            int order[ORACLE_MAX_TERMS];
+            for (int k = 0; k < n; k++)
+                order[k] = k;
+            void **buffers = case_buffers(&c, order);
+            void *out = malloc(count * tf_size((reprod_type)t));
+            for (int run = 0; run < 3 * (ENGINE_KERNELS_AVX512 + 1); run++) {
+                int op = run % 3, level = run / 3;
+                if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+                int rc = reprod_reduce_ordered((reprod_type)t, op, (const void *const *)buffers, n,
+                                               count, out);
+                engine_limit_kernels(ENGINE_KERNELS_AUTO);
+                cr_assert_eq(rc, REPROD_OK);
+                for (size_t i = 0; i < count; i++) {
+                    uint64_t element = engine_ordered_element(
+                        (reprod_type)t, op, (const void *const *)buffers, n, i);
+                    uint64_t got = load_result((reprod_type)t, out, i);
+                    if (element != got) report(&c, "ordered element", op, 0, i, got, element);
+                    cr_assert_eq(element, got, "%s %s N=%d level %d element %zu: %#llx vs %#llx",
+                                 test_formats[t].name, test_op_names[op], n, level, i,
+                                 (unsigned long long)element, (unsigned long long)got);
+                }
+            }
+            free(out);
+            buffers_free(buffers, n);
+            free(c.terms);
+        }
 }

@@ -1,0 +1,286 @@
+/* test_cuda_kernel.c: the device kernel's body (shim/cuda_kernel.h) run on the host, thread by
+ * thread, against the host engine bitwise: every type, op, rounding direction and layout,
+ * several grid sizes, random and adversarial data (engine_cases.h's generators); PreMulSum's
+ * product against MPFR; and the stand-in libcuda's host build of the kernels
+ * (tests/standins_nccl/kernels.c) against the same.
+ */
+#include <criterion/criterion.h>
+
+#pragma GCC diagnostic ignored "-Wunused-function" /* engine_cases.h: the helpers we use */
+#include "engine_cases.h"
+
+#include "cuda_kernel.h"
+#include "../standins_nccl/kernels.h"
+
+#include <stdlib.h>
+
+static const int contribution_counts[] = {1, 2, 3, 8, 17, 40}; /* 40: the pointer-array path */
+static const uint64_t thread_counts[] = {1, 7, 256};
+#define ELEMENTS 61
+
+/* Any of the adversarial generators, chosen per element. */
+static void gen_any(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    static generator *const all[] = {gen_similar, gen_wide,          gen_cancel,     gen_zeros,
+                                     gen_ties,    gen_subnormal,     gen_overflow,   gen_specials,
+                                     gen_big_cancel, gen_quotient_ties, gen_window_edge};
+    all[rng_range(r, 0, (int)(sizeof all / sizeof all[0]) - 1)](f, r, n, terms);
+}
+
+/* Contributions laid out as the shim receives them: N blocks at a stride (with a gap when
+ * `gap`), contribution own_index (>= 0) in a buffer of its own. */
+struct layout {
+    unsigned char *blocks;
+    size_t stride;
+    unsigned char *own;
+    int own_index;
+};
+
+static struct layout layout_new(const struct tcase *c, int gap, int own_index)
+{
+    size_t size = tf_size(c->type);
+    struct layout l = {NULL, (c->count + (gap ? 3 : 0)) * size, NULL, own_index};
+    l.blocks = calloc((size_t)c->n, l.stride);
+    l.own = calloc(c->count, size);
+    for (int k = 0; k < c->n; k++)
+        for (size_t i = 0; i < c->count; i++) {
+            unsigned char *at = k == own_index ? l.own : l.blocks + (size_t)k * l.stride;
+            memcpy(at + i * size, &c->terms[(size_t)k * c->count + i], size);
+        }
+    return l;
+}
+
+static void layout_free(struct layout *l)
+{
+    free(l->blocks);
+    free(l->own);
+}
+
+static struct reprod_kernel_args args_of(const struct tcase *c, const struct layout *l, int op,
+                                         int dir, int ordered, void *out)
+{
+    struct reprod_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.type = c->type, a.op = op, a.rounding = dir, a.ordered = ordered, a.count = c->n;
+    a.own_index = l->own_index, a.elements = c->count, a.block_stride_bytes = l->stride;
+    a.blocks = l->blocks, a.own = l->own, a.out = out;
+    return a;
+}
+
+/* Run the kernel over a grid of `threads` threads, one after the other, as the stand-in does
+ * (the pointer-array kernel first when N needs it). */
+static void run_kernel(struct reprod_kernel_args *a, uint64_t threads)
+{
+    const void **pointers = NULL;
+    if (a->count > REPROD_KERNEL_LOCAL_POINTERS) {
+        pointers = calloc((size_t)a->count, sizeof *pointers);
+        a->pointers = pointers;
+        for (uint64_t t = 0; t < threads; t++)
+            reprod_kernel_pointers(a, t, threads);
+    }
+    for (uint64_t t = 0; t < threads; t++)
+        reprod_kernel_reduce(a, t, threads);
+    a->pointers = NULL;
+    free(pointers);
+}
+
+/* The engine's result for the case's contributions, each scaled first when `scaled`. */
+static void engine_reference(const struct tcase *c, int op, int dir, int ordered, int scaled,
+                             uint64_t scalar, void *out)
+{
+    size_t size = tf_size(c->type);
+    void **buffers = calloc((size_t)c->n, sizeof(void *));
+    for (int k = 0; k < c->n; k++) {
+        buffers[k] = calloc(c->count, size);
+        for (size_t i = 0; i < c->count; i++) {
+            uint64_t bits = c->terms[(size_t)k * c->count + i];
+            if (scaled) bits = reprod_kernel_scale_bits(c->type, bits, scalar);
+            memcpy((char *)buffers[k] + i * size, &bits, size);
+        }
+    }
+    int rc = ordered ? reprod_reduce_ordered(c->type, op, (const void *const *)buffers, c->n,
+                                             c->count, out)
+                     : reprod_reduce_exact(c->type, op, dir, (const void *const *)buffers, c->n,
+                                           c->count, out);
+    cr_assert_eq(rc, REPROD_OK);
+    buffers_free(buffers, c->n);
+}
+
+/* Compare element by element; print the inputs of the first mismatches. */
+static void expect_same(const struct tcase *c, const char *how, int op, int dir, const void *want,
+                        const void *got)
+{
+    size_t mismatches = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        uint64_t w = load_result(c->type, want, i), g = load_result(c->type, got, i);
+        if (w != g && mismatches++ < MAX_REPORTS) report(c, how, op, dir, i, w, g);
+    }
+    cr_expect_eq(mismatches, 0, "%s %s %s N=%d: %zu mismatches", how, test_formats[c->type].name,
+                 test_op_names[op], c->n, mismatches);
+}
+
+static struct tcase random_case(reprod_type t, int n, uint64_t seed)
+{
+    struct rng r = {seed};
+    struct tcase c = case_new("kernel", t, n, ELEMENTS);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    for (size_t i = 0; i < c.count; i++) {
+        gen_any(&test_formats[t], &r, n, terms);
+        for (int k = 0; k < n; k++)
+            c.terms[(size_t)k * c.count + i] = terms[k];
+    }
+    return c;
+}
+
+/* Every (op, rounding) of a mode: exact SUM/AVG in each direction; ordered SUM/AVG/PROD. */
+static void check_mode(int ordered, uint64_t seed)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof contribution_counts / sizeof contribution_counts[0]; s++) {
+            int n = contribution_counts[s];
+            struct tcase c = random_case((reprod_type)t, n, seed + 100 * (uint64_t)t + s);
+            unsigned char want[ELEMENTS * 8], got[ELEMENTS * 8];
+            for (int op = 0; op < (ordered ? 3 : 2); op++)
+                for (int dir = 0; dir < (ordered ? 1 : 4); dir++) {
+                    engine_reference(&c, op, dir, ordered, 0, 0, want);
+                    for (int form = 0; form < 3; form++) {
+                        struct layout l = layout_new(&c, form >= 1, form == 2 ? n / 2 : -1);
+                        struct reprod_kernel_args a = args_of(&c, &l, op, dir, ordered, got);
+                        run_kernel(&a, thread_counts[form]);
+                        expect_same(&c, ordered ? "kernel ordered" : "kernel exact", op, dir,
+                                    want, got);
+                        layout_free(&l);
+                    }
+                }
+            free(c.terms);
+        }
+}
+
+Test(cuda_kernel, exact_equals_the_engine_for_every_type_op_rounding_and_layout)
+{
+    check_mode(0, 1000);
+}
+
+Test(cuda_kernel, ordered_equals_the_engine_for_sum_average_and_product)
+{
+    check_mode(1, 2000);
+}
+
+/* out may be the own contribution or the last block: each element's inputs are read first. */
+Test(cuda_kernel, result_may_overwrite_a_contribution)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int ordered = 0; ordered < 2; ordered++)
+            for (size_t s = 0; s < sizeof contribution_counts / sizeof contribution_counts[0];
+                 s++) {
+                int n = contribution_counts[s];
+                struct tcase c = random_case((reprod_type)t, n, 3000 + 10 * (uint64_t)t + s);
+                unsigned char want[ELEMENTS * 8];
+                engine_reference(&c, REPROD_SUM, REPROD_ROUND_NEAREST, ordered, 0, 0, want);
+                for (int target = 0; target < 2; target++) {
+                    struct layout l = layout_new(&c, 1, target == 0 ? 0 : -1);
+                    void *out = target == 0 ? (void *)l.own : l.blocks + (size_t)(n - 1) * l.stride;
+                    struct reprod_kernel_args a =
+                        args_of(&c, &l, REPROD_SUM, REPROD_ROUND_NEAREST, ordered, out);
+                    run_kernel(&a, 7);
+                    expect_same(&c, "in place", REPROD_SUM, REPROD_ROUND_NEAREST, want, out);
+                    layout_free(&l);
+                }
+                free(c.terms);
+            }
+}
+
+/* PreMulSum's product: x * s rounded to nearest in the type, as MPFR computes it. */
+Test(cuda_kernel, premul_product_is_the_correctly_rounded_product)
+{
+    for (int t = 0; t < ALL_TYPES; t++) {
+        const struct tfmt *f = &test_formats[t];
+        struct rng r = {4000 + (uint64_t)t};
+        mpfr_t x, s, y;
+        mpfr_inits2(f->p, x, s, y, (mpfr_ptr)0);
+        for (int trial = 0; trial < 20000; trial++) {
+            uint64_t terms[2];
+            gen_any(f, &r, 2, terms);
+            if (trial % 3 == 0) /* a plain normal scalar */
+                terms[1] = tf_make(f, rng_next(&r) & 1, rng_range(&r, 1, tf_max_field(f)),
+                                   rng_next(&r));
+            mpfr_set_d(x, tf_to_double((reprod_type)t, terms[0]), MPFR_RNDN);
+            mpfr_set_d(s, tf_to_double((reprod_type)t, terms[1]), MPFR_RNDN);
+            int inex = mpfr_mul(y, x, s, MPFR_RNDN);
+            uint64_t want = oracle_fit((reprod_type)t, y, inex, MPFR_RNDN);
+            uint64_t got = reprod_kernel_scale_bits((reprod_type)t, terms[0], terms[1]);
+            if (tf_is_nan(f, want)) want = f->nan; /* MPFR's NaN has no sign; ours is canonical */
+            cr_assert_eq(got, want, "%s: %#llx * %#llx: want %#llx got %#llx", f->name,
+                         (unsigned long long)terms[0], (unsigned long long)terms[1],
+                         (unsigned long long)want, (unsigned long long)got);
+        }
+        mpfr_clears(x, s, y, (mpfr_ptr)0);
+    }
+}
+
+/* PreMulSum with the scalar given by value or in (here host) "device" memory equals scaling
+ * every contribution first and reducing with the engine. */
+Test(cuda_kernel, premul_equals_scaling_then_the_engine)
+{
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (size_t s = 0; s < sizeof contribution_counts / sizeof contribution_counts[0]; s++) {
+            int n = contribution_counts[s];
+            struct tcase c = random_case((reprod_type)t, n, 5000 + 10 * (uint64_t)t + s);
+            struct rng r = {6000 + (uint64_t)s};
+            const struct tfmt *f = &test_formats[t];
+            uint64_t scalars[3] = {tf_from_double((reprod_type)t, 0.125),
+                                   tf_make(f, 0, rng_range(&r, 1, tf_max_field(f)), rng_next(&r)),
+                                   tf_make(f, 1, f->bias, rng_next(&r))};
+            unsigned char want[ELEMENTS * 8], got[ELEMENTS * 8];
+            for (int v = 0; v < 3; v++)
+                for (int ordered = 0; ordered < 2; ordered++)
+                    for (int op = 0; op < (ordered ? 3 : 2); op++)
+                        for (int dir = 0; dir < (ordered ? 1 : 4); dir++) {
+                            engine_reference(&c, op, dir, ordered, 1, scalars[v], want);
+                            struct layout l = layout_new(&c, 1, n > 1 ? 1 : -1);
+                            struct reprod_kernel_args a = args_of(&c, &l, op, dir, ordered, got);
+                            uint64_t device_scalar = scalars[v];
+                            a.premul = (v + dir) % 2 ? REPROD_KERNEL_PREMUL_DEVICE
+                                                     : REPROD_KERNEL_PREMUL_HOST;
+                            a.scalar_bits = a.premul == REPROD_KERNEL_PREMUL_HOST ? scalars[v] : 0;
+                            a.scalar_device = &device_scalar; /* little endian: its low bytes */
+                            run_kernel(&a, thread_counts[(size_t)(v + op) % 3]);
+                            expect_same(&c, "premul", op, dir, want, got);
+                            layout_free(&l);
+                        }
+            free(c.terms);
+        }
+}
+
+/* The stand-in libcuda's kernels: the same bits as the body, by name, with the parameter size
+ * the shim passes. */
+Test(cuda_kernel, standin_host_build_runs_the_same_kernel)
+{
+    cr_assert_eq(sizeof(struct reprod_kernel_args), REPROD_KERNEL_ARGS_BYTES);
+    cr_assert_eq(standin_kernel_param_bytes("reprod_reduce"), REPROD_KERNEL_ARGS_BYTES);
+    cr_assert_eq(standin_kernel_param_bytes("reprod_pointers"), REPROD_KERNEL_ARGS_BYTES);
+    cr_assert_eq(standin_kernel_param_bytes("no_such_kernel"), 0);
+    cr_assert_null(standin_kernel_lookup("no_such_kernel"));
+    standin_kernel_fn *reduce = standin_kernel_lookup("reprod_reduce");
+    standin_kernel_fn *pointers = standin_kernel_lookup("reprod_pointers");
+    cr_assert_not_null(reduce);
+    cr_assert_not_null(pointers);
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int n = 1; n <= 40; n += 13) {
+            struct tcase c = random_case((reprod_type)t, n, 7000 + 10 * (uint64_t)t + (uint64_t)n);
+            unsigned char want[ELEMENTS * 8], got[ELEMENTS * 8];
+            engine_reference(&c, REPROD_AVG, REPROD_ROUND_UP, 0, 0, 0, want);
+            struct layout l = layout_new(&c, 1, 0);
+            struct reprod_kernel_args a = args_of(&c, &l, REPROD_AVG, REPROD_ROUND_UP, 0, got);
+            const void **array = calloc((size_t)n, sizeof *array);
+            if (n > REPROD_KERNEL_LOCAL_POINTERS) a.pointers = array;
+            void *parameters[1] = {&a};
+            const unsigned grid[3] = {3, 1, 1}, block[3] = {5, 1, 1};
+            if (a.pointers != NULL) pointers(parameters, grid, block);
+            reduce(parameters, grid, block);
+            expect_same(&c, "stand-in", REPROD_AVG, REPROD_ROUND_UP, want, got);
+            free(array);
+            layout_free(&l);
+            free(c.terms);
+        }
+}
