@@ -168,15 +168,21 @@ $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 # libnccl call into libcuda.so.1 (one set of streams and allocations) and find it beside them.
 # STANDIN_KERNEL_SRC: the host builds of the shim's kernels (kernels.h), linked into libcuda.
 STANDIN_KERNEL_SRC ?= tests/standins_nccl/kernels.c
-STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl -Ishim -Iinclude $(CFLAGS)
+STANDIN_CFLAGS = $(BASE) -fPIC -shared -isystem $(CUDA_INC) -Itests/standins_nccl $(CFLAGS)
 STANDIN_CUDA_SRC := $(filter-out %/cuda_runtime.c,$(wildcard tests/standins_nccl/cuda_*.c))
 STANDIN_NCCL_SRC := $(wildcard tests/standins_nccl/nccl_*.c)
 STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
 
-$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDIN_KERNEL_SRC) $(STANDIN_HEADERS) \
-    shim/cuda_kernel.h shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
+# The kernels' host build includes the shim's headers (shim/cuda.h would hide CUDA's cuda.h
+# from the other stand-in files): an object of its own.
+$(STANDINS)/kernels.o: $(STANDIN_KERNEL_SRC) tests/standins_nccl/kernels.h shim/cuda_kernel.h \
+    shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
 	@mkdir -p $(dir $@)
-	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c,$^) -lpthread -lm
+	$(CC) $(BASE) -fPIC -Itests/standins_nccl -Ishim -Iinclude $(CFLAGS) -c $(STANDIN_KERNEL_SRC) -o $@
+
+$(STANDINS)/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDINS)/kernels.o $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c %.o,$^) -lpthread -lm
 
 $(STANDINS)/libcudart.so.%: tests/standins_nccl/cuda_runtime.c $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
 	$(CC) $(STANDIN_CFLAGS) -Wl,-soname,libcudart.so.$* -Wl,-rpath,'$$ORIGIN' -o $@ $< \

@@ -35,6 +35,8 @@ static const struct {
     ENTRY(cuModuleLoadData), ENTRY(cuModuleLoadDataEx), ENTRY(cuModuleLoadFatBinary), ENTRY(cuModuleUnload),
     ENTRY(cuModuleGetFunction), ENTRY(cuFuncSetAttribute), ENTRY(cuFuncGetAttribute), ENTRY(cuLaunchKernel),
     ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor), ENTRY(cuGetProcAddress),
+    ENTRY(cuStreamGetCtx), ENTRY(cuCtxPushCurrent), ENTRY(cuCtxPopCurrent), ENTRY(cuCtxGetId),
+    ENTRY(cuThreadExchangeStreamCaptureMode),
 };
 
 /* Finds `symbol` for `version` (e.g. 12000); NULL if the stand-in lacks it. */
