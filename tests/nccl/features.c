@@ -26,13 +26,24 @@ static float contribution(int set, int r, size_t i)
     return (x >> 8) & 1 ? -v : v;
 }
 
+static void check_from(const char *what, const float *got, size_t first, size_t count, int set,
+                       const int *members, int member_count, float scale, int divide,
+                       size_t step);
+
 /* Check `got` (count float32 results) against the exact sum of the members' contributions,
  * each scaled by `scale` (1: none) first, divided by `divide` (1: a sum). `members` lists
- * the world ranks whose contributions are summed; elements from `first` on, every `step`. */
+ * the world ranks whose contributions are summed; every `step`-th element. */
 static void check_sum(const char *what, const float *got, size_t count, int set,
                       const int *members, int member_count, float scale, int divide, size_t step)
 {
-    for (size_t i = 0; i < count; i += step) {
+    check_from(what, got, 0, count, set, members, member_count, scale, divide, step);
+}
+
+/* check_sum from element `first` on. */
+static void check_from(const char *what, const float *got, size_t first, size_t count, int set,
+                       const int *members, int member_count, float scale, int divide, size_t step)
+{
+    for (size_t i = first; i < count; i += step) {
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int k = 0; k < member_count; k++) {
             float v = contribution(set, members[k], i) * scale; /* rounded to float, as NCCL */
@@ -257,7 +268,7 @@ static void scenario_large(ncclComm_t comm, cudaStream_t stream)
     CHECK_NCCL(ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream));
     float *h = to_host(x, n, stream);
     check_sum("large all-reduce", h, n, 50, all_ranks, ranks, 1.0f, 1, 997);
-    check_sum("large all-reduce (tail)", h + n - 40, 40, 50, all_ranks, ranks, 1.0f, 1, 1);
+    check_from("large all-reduce (tail)", h, n - 40, n, 50, all_ranks, ranks, 1.0f, 1, 1);
     free(h);
     cudaFree(x), cudaFree(rs);
 }
