@@ -19,6 +19,7 @@ void ncclReduceScatter(void);
 void ncclReduce(void);
 void ncclGroupStart(void);
 void ncclGroupEnd(void);
+void ncclGroupSimulateEnd(void);
 void ncclRedOpCreatePreMulSum(void);
 void ncclRedOpDestroy(void);
 void ncclCommInitRank(void);
@@ -39,7 +40,7 @@ static const struct {
 } hooked[] = {
     HOOKED(ncclAllReduce),        HOOKED(ncclReduceScatter),
     HOOKED(ncclReduce),           HOOKED(ncclGroupStart),
-    HOOKED(ncclGroupEnd),         HOOKED(ncclRedOpCreatePreMulSum),
+    HOOKED(ncclGroupEnd),         HOOKED(ncclGroupSimulateEnd), HOOKED(ncclRedOpCreatePreMulSum),
     HOOKED(ncclRedOpDestroy),     HOOKED(ncclCommInitRank),
     HOOKED(ncclCommInitRankConfig), HOOKED(ncclCommInitAll),
     HOOKED(ncclCommInitRankScalable), HOOKED(ncclCommSplit),

@@ -15,6 +15,7 @@
 #include "policy.h"
 #include "trace.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,6 +72,8 @@ static enum reprod_action decide(const struct call *c, struct nccl_work *work,
     if (type < 0 && c->datatype != ncclFloat8e4m3 && c->datatype != ncclFloat8e5m2)
         return *reason = REPROD_PASS_NON_FLOAT, 0;
     if (c->count == 0) return *reason = REPROD_PASS_EMPTY, 0;
+    if (c->count > (SIZE_MAX >> 8) / nccl_type_bytes(c->datatype)) /* beyond any memory */
+        return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
     if (nccl_comm_lookup(c->comm, info) != 0) return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
     int root_ok = c->collective != NCCL_REDUCE || (c->root >= 0 && c->root < info->ranks);
     int recv_needed = c->collective != NCCL_REDUCE || c->root == info->rank;

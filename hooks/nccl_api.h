@@ -109,6 +109,7 @@ struct nccl_real {
     ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*GroupStart)(void);
     ncclResult_t (*GroupEnd)(void);
+    ncclResult_t (*GroupSimulateEnd)(void *);
     ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t *, void *, ncclDataType_t,
                                          ncclScalarResidence_t, ncclComm_t);
     ncclResult_t (*RedOpDestroy)(ncclRedOp_t, ncclComm_t);

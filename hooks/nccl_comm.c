@@ -48,6 +48,7 @@ static void resolve_real(void)
     RESOLVE(Recv);
     RESOLVE(GroupStart);
     RESOLVE(GroupEnd);
+    RESOLVE(GroupSimulateEnd);
     RESOLVE(RedOpCreatePreMulSum);
     RESOLVE(RedOpDestroy);
 }

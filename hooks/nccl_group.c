@@ -156,6 +156,7 @@ ncclResult_t nccl_group_submit(const struct nccl_work *work)
 
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+ncclResult_t ncclGroupSimulateEnd(void *sim_info);
 
 REPROD_EXPORT ncclResult_t ncclGroupStart(void)
 {
@@ -188,5 +189,28 @@ REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
         }
     }
     if (passes_head) trace_passes();
+    return rc;
+}
+
+/* A simulated end (NCCL 2.24) closes the group without launching anything: the calls deferred
+ * in it are dropped, as NCCL drops the group's own. */
+REPROD_EXPORT ncclResult_t ncclGroupSimulateEnd(void *sim_info)
+{
+    const struct nccl_real *real = nccl_real();
+    if (!real->GroupSimulateEnd) return ncclInvalidUsage;
+    ncclResult_t rc = real->GroupSimulateEnd(sim_info);
+    if (reprod_guard_active() || group_depth == 0 || --group_depth > 0) return rc;
+    while (deferred_head) {
+        struct nccl_work *next = deferred_head->next;
+        free(deferred_head);
+        deferred_head = next;
+    }
+    deferred_tail = NULL;
+    while (passes_head) {
+        struct traced_pass *next = passes_head->next;
+        free(passes_head);
+        passes_head = next;
+    }
+    passes_tail = NULL;
     return rc;
 }
