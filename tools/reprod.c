@@ -110,6 +110,8 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "settings") == 0) return settings();
     if (strcmp(argv[1], "plan") == 0) return plan(argc - 2, argv + 2);
     if (strcmp(argv[1], "diff") == 0) return reprod_diff_command(argc - 2, argv + 2);
+    if (strcmp(argv[1], "run") == 0) return reprod_run_command(argc - 2, argv + 2);
+    if (strcmp(argv[1], "doctor") == 0) return reprod_doctor_command(argc - 2, argv + 2);
     if (strcmp(argv[1], "version") == 0) {
         printf("reprod %s\n", reprod_version());
         return 0;
