@@ -276,6 +276,13 @@ static int diff_other_layout(const struct run *a, const struct run *b)
 
 int reprod_diff_command(int argc, char **argv)
 {
+    if (argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        printf("usage: reprod diff <trace-dir-a> <trace-dir-b>\nCompare two runs traced with "
+               "REPROD_TRACE: the first call where they part (a seeding call, or a reduction)\n"
+               "and which side differed first. Exit status: 0 when they agree, 1 when they "
+               "part, 2 on an error.\n");
+        return 0;
+    }
     if (argc != 2) {
         fprintf(stderr, "usage: reprod diff <trace-dir-a> <trace-dir-b>\n");
         return 2;
