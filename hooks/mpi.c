@@ -74,6 +74,13 @@ static enum reprod_action check_buffers(struct mpi_reduction *reduction, enum re
     return REPROD_ACTION_PASS;
 }
 
+/* REPROD_MODE=audit: a call to audit is checked as the exact path would be (an erroneous one
+ * goes to the library as such). */
+static enum reprod_action audited(const struct mpi_reduction *reduction, enum reprod_action action)
+{
+    return reduction->audit ? REPROD_ACTION_EXACT : action;
+}
+
 static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count count,
                      int large, mpi_handle datatype, mpi_handle op, mpi_handle comm)
 {
@@ -82,13 +89,21 @@ static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_co
     enum reprod_reason reason;
     enum reprod_action action =
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, 1, 1, 1);
-    if (action == REPROD_ACTION_PASS) {
+    action = check_buffers(&reduction, audited(&reduction, action), &reason, sendbuf, recvbuf,
+                           count, 1, 1, 1);
+    if (action == REPROD_ACTION_PASS || reduction.audit) {
         struct mpi_pass pass;
-        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        struct mpi_audit audit;
+        char *exact = NULL;
+        if (action == REPROD_ACTION_PASS)
+            mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        else
+            exact = mpi_audit_begin(&audit, &reduction, sendbuf, recvbuf, count, count);
         int rc = large ? REAL_MPI(Allreduce_c)(sendbuf, recvbuf, count, datatype, op, comm)
                        : REAL_MPI(Allreduce)(sendbuf, recvbuf, (int)count, datatype, op, comm);
-        return mpi_pass_end(&pass, rc, recvbuf, count);
+        if (action == REPROD_ACTION_PASS) return mpi_pass_end(&pass, rc, recvbuf, count);
+        int exact_rc = mpi_allreduce_path(&reduction, audit.source, exact, count);
+        return mpi_audit_end(&audit, rc, exact_rc, recvbuf);
     }
     const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);
@@ -128,14 +143,26 @@ static int reduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, is_root, is_root,
-                           is_root);
-    if (action == REPROD_ACTION_PASS) {
+    if (reduction.audit && (root < 0 || root >= reduction.ranks)) {
+        reduction.audit = 0;
+        reason = REPROD_PASS_BAD_ARGUMENT;
+    }
+    action = check_buffers(&reduction, audited(&reduction, action), &reason, sendbuf, recvbuf,
+                           count, is_root, is_root, is_root);
+    if (action == REPROD_ACTION_PASS || reduction.audit) {
         struct mpi_pass pass;
-        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        struct mpi_audit audit;
+        char *exact = NULL;
+        if (action == REPROD_ACTION_PASS)
+            mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        else
+            exact = mpi_audit_begin(&audit, &reduction, sendbuf, recvbuf, count,
+                                    is_root ? count : 0);
         int rc = large ? REAL_MPI(Reduce_c)(sendbuf, recvbuf, count, datatype, op, root, comm)
                        : REAL_MPI(Reduce)(sendbuf, recvbuf, (int)count, datatype, op, root, comm);
-        return mpi_pass_end(&pass, rc, NULL, 0);
+        if (action == REPROD_ACTION_PASS) return mpi_pass_end(&pass, rc, NULL, 0);
+        int exact_rc = mpi_reduce_path(&reduction, audit.source, exact, count, root);
+        return mpi_audit_end(&audit, rc, exact_rc, is_root ? recvbuf : NULL);
     }
     const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);
@@ -188,6 +215,36 @@ static int reduce_scatter_counts(const struct mpi_reduction *reduction, struct m
     return -1;
 }
 
+/* The library's reduce-scatter of either kind (see reduce_scatter). */
+static int real_reduce_scatter(const void *sendbuf, void *recvbuf, struct mpi_counts counts,
+                               mpi_count uniform, mpi_handle datatype, mpi_handle op,
+                               mpi_handle comm)
+{
+    if (!counts.values && counts.large)
+        return REAL_MPI(Reduce_scatter_block_c)(sendbuf, recvbuf, uniform, datatype, op, comm);
+    if (!counts.values)
+        return REAL_MPI(Reduce_scatter_block)(sendbuf, recvbuf, (int)uniform, datatype, op, comm);
+    if (counts.large)
+        return REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, counts.values, datatype, op, comm);
+    return REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, counts.values, datatype, op, comm);
+}
+
+/* REPROD_MODE=audit: the library's reduce-scatter into the user's buffer, the exact one beside
+ * it (`widened` counts per rank, freed here, `total` in all). */
+static int reduce_scatter_audited(struct mpi_reduction *reduction, const void *sendbuf,
+                                  void *recvbuf, struct mpi_counts counts, mpi_count uniform,
+                                  mpi_count *widened, mpi_count total)
+{
+    struct mpi_audit audit;
+    mpi_count mine = widened[reduction->rank];
+    char *exact = mpi_audit_begin(&audit, reduction, sendbuf, recvbuf, total, mine);
+    int rc = real_reduce_scatter(sendbuf, recvbuf, counts, uniform, reduction->datatype,
+                                 reduction->op, reduction->comm);
+    int exact_rc = mpi_reduce_scatter_path(reduction, audit.source, exact, widened);
+    free(widened);
+    return mpi_audit_end(&audit, rc, exact_rc, recvbuf);
+}
+
 /* MPI_Reduce_scatter (counts per rank) and MPI_Reduce_scatter_block (counts.values NULL,
  * `uniform` for each rank), classic or large-count. */
 static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
@@ -201,6 +258,7 @@ static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
     enum reprod_action action = mpi_reduction_decide(
         &reduction, api, blockwise ? uniform : 1, datatype, op, comm, &reason);
     mpi_count *widened = NULL, total = -1;
+    action = audited(&reduction, action);
     if (action != REPROD_ACTION_PASS) {
         int why = reduce_scatter_counts(&reduction, counts, uniform, &widened, &total);
         if (why >= 0) {
@@ -210,20 +268,14 @@ static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
     }
     int receives = widened && widened[reduction.rank] > 0;
     action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, total, receives, 1, 1);
+    if (reduction.audit && action != REPROD_ACTION_PASS)
+        return reduce_scatter_audited(&reduction, sendbuf, recvbuf, counts, uniform, widened,
+                                      total);
     if (action == REPROD_ACTION_PASS) {
         free(widened);
         struct mpi_pass pass;
         mpi_pass_begin(&pass, api, reason, blockwise ? uniform : -1, datatype, NULL);
-        int rc;
-        if (blockwise && counts.large)
-            rc = REAL_MPI(Reduce_scatter_block_c)(sendbuf, recvbuf, uniform, datatype, op, comm);
-        else if (blockwise)
-            rc = REAL_MPI(Reduce_scatter_block)(sendbuf, recvbuf, (int)uniform, datatype, op,
-                                                comm);
-        else if (counts.large)
-            rc = REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, counts.values, datatype, op, comm);
-        else
-            rc = REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, counts.values, datatype, op, comm);
+        int rc = real_reduce_scatter(sendbuf, recvbuf, counts, uniform, datatype, op, comm);
         return mpi_pass_end(&pass, rc, recvbuf, blockwise ? uniform : 0);
     }
     const void *source = mpi_source(sendbuf, recvbuf);
@@ -296,10 +348,17 @@ static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count c
     enum reprod_action action =
         mpi_reduction_decide(&reduction, api, count, datatype, op, comm, &reason);
     int receives = !exclusive || reduction.rank > 0;
-    action = check_buffers(&reduction, action, &reason, sendbuf, recvbuf, count, receives, 1, 1);
-    if (action == REPROD_ACTION_PASS) {
+    action = check_buffers(&reduction, audited(&reduction, action), &reason, sendbuf, recvbuf,
+                           count, receives, 1, 1);
+    if (action == REPROD_ACTION_PASS || reduction.audit) {
         struct mpi_pass pass;
-        mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        struct mpi_audit audit;
+        char *exact = NULL;
+        if (action == REPROD_ACTION_PASS)
+            mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
+        else
+            exact = mpi_audit_begin(&audit, &reduction, sendbuf, recvbuf, count,
+                                    receives ? count : 0);
         int rc;
         if (exclusive)
             rc = large ? REAL_MPI(Exscan_c)(sendbuf, recvbuf, count, datatype, op, comm)
@@ -307,7 +366,10 @@ static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count c
         else
             rc = large ? REAL_MPI(Scan_c)(sendbuf, recvbuf, count, datatype, op, comm)
                        : REAL_MPI(Scan)(sendbuf, recvbuf, (int)count, datatype, op, comm);
-        return mpi_pass_end(&pass, rc, exclusive ? NULL : recvbuf, count);
+        if (action == REPROD_ACTION_PASS)
+            return mpi_pass_end(&pass, rc, exclusive ? NULL : recvbuf, count);
+        int exact_rc = mpi_scan_path(&reduction, audit.source, exact, count, exclusive);
+        return mpi_audit_end(&audit, rc, exact_rc, receives ? recvbuf : NULL);
     }
     const void *source = mpi_source(sendbuf, recvbuf);
     mpi_trace_input(&reduction, source, count);

@@ -195,7 +195,10 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
     if (reprod_mpi_classify_type(datatype, &reduction->type) != REPROD_MPI_OK)
         return REPROD_PASS_BAD_ARGUMENT;
     struct reprod_decision decision = reprod_decide(op_class, reduction->type.element_class);
-    if (decision.action == REPROD_ACTION_PASS) return decision.reason;
+    /* Audit mode passes a float sum through, to be audited beside: it goes on to learn the
+     * reduction's geometry (and may still pass for a structural reason). */
+    if (decision.action == REPROD_ACTION_PASS && decision.audit_action == REPROD_ACTION_PASS)
+        return decision.reason;
     /* MPI defines its predefined ops on predefined datatypes only; Open MPI and MPICH answer
      * MPI_ERR_OP for a derived one. */
     if (!reduction->type.predefined && op_class != REPROD_OPCLASS_USER)
@@ -210,7 +213,10 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
     int why = learn_geometry(reduction);
     if (why >= 0) return why;
     reduction->action = decision.action;
-    return -1;
+    if (decision.action != REPROD_ACTION_PASS) return -1;
+    reduction->audit = reduction->plain && reduction->type.predefined &&
+                       reduction->type.element_class == REPROD_ELEMENT_ENGINE_FLOAT;
+    return decision.reason;
 }
 
 enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const char *api,
@@ -258,8 +264,7 @@ void mpi_trace_input(struct mpi_reduction *reduction, const void *input, mpi_cou
     }
 }
 
-/* The element type's name in traces. */
-static const char *type_name(const struct mpi_reduction *reduction)
+const char *mpi_type_name(const struct mpi_reduction *reduction)
 {
     static const char *const names[4][2] = {{"float16", "complex32"},
                                             {"bfloat16", "complex-bfloat16"},
@@ -277,7 +282,7 @@ static void trace_output(const struct mpi_reduction *reduction, mpi_count elemen
     struct reprod_trace_record record = {reduction->trace_sequence,
                                          reduction->api,
                                          actions[reduction->action],
-                                         type_name(reduction),
+                                         mpi_type_name(reduction),
                                          elements,
                                          reduction->ranks,
                                          reduction->trace_has_input,

@@ -71,6 +71,8 @@ struct mpi_reduction {
     uint64_t trace_sequence; /* REPROD_TRACE: the call's number, 0 when not tracing */
     int trace_has_input;
     uint64_t trace_input_hash; /* this rank's contribution */
+    int audit;                 /* REPROD_MODE=audit, action PASS: the exact sum may be computed
+                                  beside the native call (a predefined float sum) */
 };
 
 /* Decide what to do with a call: fills *reduction and returns REPROD_ACTION_PASS with *reason
@@ -81,6 +83,9 @@ struct mpi_reduction {
 enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const char *api,
                                         mpi_count elements, mpi_handle datatype, mpi_handle op,
                                         mpi_handle comm, enum reprod_reason *reason);
+
+/* The element type's name in traces ("float64", "complex64", "mpi-datatype"). */
+const char *mpi_type_name(const struct mpi_reduction *reduction);
 
 /* 1 when `buffer` is MPI_IN_PLACE. */
 int mpi_in_place(const void *buffer);
@@ -144,6 +149,33 @@ int mpi_own_error(struct mpi_reduction *reduction, int code);
  * stop the job with a message naming the call, rather than leave the peers waiting. Does not
  * return. */
 _Noreturn void mpi_fatal_no_memory(const struct mpi_reduction *reduction, size_t bytes);
+
+/* ---- REPROD_MODE=audit (mpi_audit.c) ------------------------------------------------- */
+
+/* One blocking call audited: the native call runs into the user's buffers, the exact path
+ * beside it into scratch, and the two results are compared. */
+struct mpi_audit {
+    struct mpi_reduction *reduction;
+    const void *source;        /* the contribution the exact path reads */
+    void *source_copy;         /* a copy of it, when the native call overwrites it (in place) */
+    char *exact;               /* the exact result, output_elements elements; NULL: none */
+    mpi_count input_elements;  /* the call's elements, for the trace */
+    mpi_count output_elements; /* elements this rank receives */
+};
+
+/* Before the native call of an audited reduction (reduction->audit, buffers checked): take
+ * a copy of the contribution when it is in the receive buffer (MPI_IN_PLACE), note it for the
+ * trace, get room for the `output_elements` elements of the exact result this rank receives.
+ * Sets the reduction's action to EXACT for the exact path. Returns the exact result's buffer
+ * (NULL when this rank receives nothing); audit->source is what the exact path reads. */
+char *mpi_audit_begin(struct mpi_audit *audit, struct mpi_reduction *reduction,
+                      const void *sendbuf, const void *recvbuf, mpi_count input_elements,
+                      mpi_count output_elements);
+
+/* After both: compare the native result (`output`, where the job received it) with the exact
+ * one when both calls succeeded, count it (reprod_stats_audit), trace it and log it at
+ * REPROD_VERBOSE=2, free the scratch. Returns `native_rc`: the job sees the native call only. */
+int mpi_audit_end(struct mpi_audit *audit, int native_rc, int exact_rc, const void *output);
 
 /* ---- Memory and data movement (mpi_move.c) -------------------------------------------- */
 

@@ -24,7 +24,7 @@ extern char **environ;
 /* The longest known name the edit distance handles (the known names are far shorter). */
 #define MAX_KNOWN_NAME_LENGTH 63
 
-static const char *const mode_words[] = {"exact", "ordered", "off", NULL};
+static const char *const mode_words[] = {"exact", "ordered", "off", "audit", NULL};
 static const char *const rounding_words[] = {"nearest", "zero", "up", "down", NULL};
 static const char *const seed_words[] = {"hash", "rank", "shared", "off", NULL};
 static const char *const strict_words[] = {"0", "1", NULL};
@@ -156,8 +156,9 @@ const struct reprod_setting reprod_settings[] = {
      .words = mode_words,
      WORD_FIELD(mode),
      .default_value = "exact",
-     .help = "exact sums; rank-order folds; or change nothing at all (reductions, seeds, "
-             "entropy)"},
+     .help = "exact sums; rank-order folds; change nothing at all (reductions, seeds, "
+             "entropy); or audit: native sums returned, their distance to the exact sum "
+             "recorded"},
     {.name = "REPROD_ROUNDING",
      .words = rounding_words,
      WORD_FIELD(rounding),
@@ -242,7 +243,7 @@ const char *reprod_setting_show(const struct reprod_setting *setting,
 
 const char *reprod_mode_name(enum reprod_mode mode)
 {
-    return (unsigned)mode < 3 ? mode_words[mode] : "?";
+    return (unsigned)mode < 4 ? mode_words[mode] : "?";
 }
 
 const char *reprod_rounding_name(reprod_rounding rounding)

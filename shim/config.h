@@ -16,6 +16,7 @@ enum reprod_mode {
     REPROD_MODE_EXACT = 0,   /* exact sum rounded once (default) */
     REPROD_MODE_ORDERED = 1, /* rank-order fold in the type */
     REPROD_MODE_OFF = 2,     /* the shim changes nothing */
+    REPROD_MODE_AUDIT = 3,   /* native results returned; their distance to exact recorded */
 };
 
 struct reprod_config {

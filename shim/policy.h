@@ -33,10 +33,15 @@ enum reprod_action {
 struct reprod_decision {
     enum reprod_action action;
     enum reprod_reason reason; /* why, when action is REPROD_ACTION_PASS */
+    /* REPROD_MODE=audit: the action is PASS (native result, reason REPROD_PASS_AUDIT) and this
+     * says whether a hook able to audit may compute the exact sum beside it (EXACT), or not
+     * (PASS: products, user ops and other types have no exact sum to compare with). */
+    enum reprod_action audit_action;
 };
 
 /* Decide for an operation of `op_class` on elements of `element_class` under the process's
- * REPROD_MODE. Structural reasons to pass (intercommunicator, empty, bad arguments) are the
+ * REPROD_MODE. In audit mode a call exact mode would make deterministic is passed through (the
+ * job gets the native result) with audit_action set. Structural reasons to pass (intercommunicator, empty, bad arguments) are the
  * caller's to check first. */
 struct reprod_decision reprod_decide(enum reprod_op_class op_class,
                                      enum reprod_element_class element_class);

@@ -38,6 +38,8 @@
 #include "log.h"
 #include "rank.h"
 #include "seed_record.h"
+#include "stats.h"
+#include "trace.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -339,6 +341,9 @@ static uint64_t replace(const char *api, enum reprod_seed_width width, uint64_t 
         reprod_seed_record_add(width, result);
     }
     log_call(api, seed, result, &context);
+    reprod_stats_seed();
+    reprod_trace_seed(api, context.unchanged_why ? "kept" : reprod_seed_policy_name(context.policy),
+                      seed, result);
     return result;
 }
 

@@ -3,12 +3,15 @@
 #include "stats.h"
 
 #include "config.h"
+#include "audit.h"
 #include "log.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct reason_info {
     const char *name;
@@ -26,6 +29,7 @@ static const struct reason_info reasons[REPROD_PASS_REASON_COUNT] = {
     [REPROD_PASS_NO_MEMORY] = {"out of memory", 0},
     [REPROD_PASS_UNSUPPORTED] = {"unsupported", 0},
     [REPROD_PASS_ONE_RANK] = {"one rank", 1},
+    [REPROD_PASS_AUDIT] = {"audit mode, native", 0},
 };
 
 static _Atomic uint64_t path_calls[2];
@@ -38,6 +42,16 @@ static _Atomic uint64_t engine_time_ns;
 static _Atomic uint64_t pass_calls[REPROD_PASS_REASON_COUNT];
 static _Atomic int pass_warned[REPROD_PASS_REASON_COUNT];
 static atomic_flag summary_written = ATOMIC_FLAG_INIT;
+static _Atomic uint64_t seed_calls;
+/* REPROD_MODE=audit. The worst call is updated under a lock: audit is a debugging mode. */
+static _Atomic uint64_t audited_calls, audited_differing_calls, audited_differing_elements;
+static pthread_mutex_t worst_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    uint64_t ulps;           /* REPROD_ULPS_NAN above any distance */
+    uint64_t audited_number; /* which audited call (1, 2, ...) */
+    uint64_t trace_sequence; /* its trace number, 0 when not tracing */
+    const char *api;
+} worst;
 
 uint64_t reprod_clock_ns(void)
 {
@@ -87,7 +101,9 @@ int reprod_pass_through(const char *api, enum reprod_reason reason, const char *
     atomic_fetch_add_explicit(&family_passed[reprod_family_of(api)], 1, memory_order_relaxed);
     if (!detail) detail = "";
     const struct reprod_config *config = reprod_config();
-    int risky = !reasons[reason].deterministic && reason != REPROD_PASS_MODE_OFF;
+    /* Mode off and audit ask for the library's own results: neither a warning nor STRICT. */
+    int asked = reason == REPROD_PASS_MODE_OFF || reason == REPROD_PASS_AUDIT;
+    int risky = !reasons[reason].deterministic && !asked;
     if (risky && config->strict) {
         reprod_log(REPROD_LOG_ERROR,
                    "error: %s cannot be made deterministic (%s%s%s) and REPROD_STRICT=1: "
@@ -101,7 +117,7 @@ int reprod_pass_through(const char *api, enum reprod_reason reason, const char *
                    "warning: %s passed through unchanged, its result may not be reproducible "
                    "(%s%s%s); further such calls are counted in the summary (REPROD_VERBOSE=1)",
                    api, reasons[reason].name, *detail ? ": " : "", detail);
-    else if (first && reason != REPROD_PASS_MODE_OFF && !reprod_log_enabled(REPROD_LOG_DEBUG))
+    else if (first && !asked && !reprod_log_enabled(REPROD_LOG_DEBUG))
         reprod_log(REPROD_LOG_INFO,
                    "%s passed through unchanged (%s%s%s), deterministic as it is; further such "
                    "calls are counted in the summary",
@@ -112,6 +128,92 @@ int reprod_pass_through(const char *api, enum reprod_reason reason, const char *
     return 0;
 }
 
+void reprod_stats_audit(const char *api, uint64_t trace_sequence, uint64_t differing,
+                        uint64_t worst_ulps)
+{
+    uint64_t number = atomic_fetch_add(&audited_calls, 1) + 1;
+    if (!differing) return;
+    atomic_fetch_add(&audited_differing_calls, 1);
+    atomic_fetch_add(&audited_differing_elements, differing);
+    pthread_mutex_lock(&worst_lock);
+    if (worst_ulps > worst.ulps || !worst.api) {
+        worst.ulps = worst_ulps;
+        worst.audited_number = number;
+        worst.trace_sequence = trace_sequence;
+        worst.api = api;
+    }
+    pthread_mutex_unlock(&worst_lock);
+}
+
+void reprod_stats_seed(void)
+{
+    atomic_fetch_add_explicit(&seed_calls, 1, memory_order_relaxed);
+}
+
+/* The audit line: what REPROD_MODE=audit is for, so it is written at every verbosity. */
+static void audit_summary(void)
+{
+    uint64_t audited = atomic_load(&audited_calls);
+    uint64_t unaudited = atomic_load(&pass_calls[REPROD_PASS_AUDIT]);
+    if (reprod_config()->mode != REPROD_MODE_AUDIT || audited + unaudited == 0) return;
+    char where[256] = "";
+    pthread_mutex_lock(&worst_lock);
+    if (worst.api) {
+        char ulps[32];
+        if (worst.ulps == REPROD_ULPS_NAN)
+            snprintf(ulps, sizeof ulps, "a NaN against a number");
+        else
+            snprintf(ulps, sizeof ulps, "%llu ulps", (unsigned long long)worst.ulps);
+        int n = snprintf(where, sizeof where, "; worst %s, at audited call %llu (%s", ulps,
+                         (unsigned long long)worst.audited_number, worst.api);
+        if (worst.trace_sequence && n > 0)
+            n += snprintf(where + n, sizeof where - (size_t)n, ", trace seq=%llu",
+                          (unsigned long long)worst.trace_sequence);
+        if (n > 0) snprintf(where + n, sizeof where - (size_t)n, ")");
+    }
+    pthread_mutex_unlock(&worst_lock);
+    reprod_log(REPROD_LOG_WARN,
+               "audit: %llu calls audited, %llu differed from the exact sum (%llu elements)%s; "
+               "%llu not audited (nonblocking, products, user ops, other types: native)",
+               (unsigned long long)audited,
+               (unsigned long long)atomic_load(&audited_differing_calls),
+               (unsigned long long)atomic_load(&audited_differing_elements), where,
+               (unsigned long long)unaudited);
+}
+
+/* The counts as key=value words for tools (`reprod doctor`): one line, no prose. */
+static void counts_line(uint64_t exact, uint64_t ordered, uint64_t passed)
+{
+    char text[1024];
+    size_t used = 0;
+    int n = snprintf(text, sizeof text,
+                     "counts: pid=%ld exact=%llu ordered=%llu passed=%llu audited=%llu "
+                     "audit-differed=%llu seeds=%llu",
+                     (long)getpid(), (unsigned long long)exact, (unsigned long long)ordered,
+                     (unsigned long long)passed, (unsigned long long)atomic_load(&audited_calls),
+                     (unsigned long long)atomic_load(&audited_differing_calls),
+                     (unsigned long long)atomic_load(&seed_calls));
+    if (n > 0) used = (size_t)n;
+    for (int f = 0; f < REPROD_FAMILY_COUNT && used < sizeof text; f++) {
+        n = snprintf(text + used, sizeof text - used, " %s.made=%llu %s.passed=%llu",
+                     family_names[f], (unsigned long long)atomic_load(&family_deterministic[f]),
+                     family_names[f], (unsigned long long)atomic_load(&family_passed[f]));
+        if (n > 0) used += (size_t)n;
+    }
+    for (int i = 0; i < REPROD_PASS_REASON_COUNT && used < sizeof text; i++) {
+        uint64_t calls = atomic_load(&pass_calls[i]);
+        if (!calls) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s", reasons[i].name);
+        for (char *c = name; *c; c++)
+            if (*c == ' ' || *c == ',') *c = '-';
+        n = snprintf(text + used, sizeof text - used, " pass.%s=%llu", name,
+                     (unsigned long long)calls);
+        if (n > 0) used += (size_t)n;
+    }
+    reprod_log(REPROD_LOG_INFO, "%s", text);
+}
+
 void reprod_stats_summary(void)
 {
     uint64_t exact = atomic_load(&path_calls[REPROD_PATH_EXACT]);
@@ -119,8 +221,12 @@ void reprod_stats_summary(void)
     uint64_t passed = 0;
     for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++)
         passed += atomic_load(&pass_calls[i]);
-    if (exact + ordered + passed == 0 || !reprod_log_enabled(REPROD_LOG_INFO)) return;
+    uint64_t audited = atomic_load(&audited_calls), seeds = atomic_load(&seed_calls);
+    if (exact + ordered + passed + audited + seeds == 0) return;
     if (atomic_flag_test_and_set(&summary_written)) return;
+    audit_summary();
+    if (!reprod_log_enabled(REPROD_LOG_INFO)) return;
+    counts_line(exact, ordered, passed);
 
     char reasons_text[512] = "";
     size_t used = 0;
@@ -143,10 +249,11 @@ void reprod_stats_summary(void)
     }
     reprod_log(REPROD_LOG_INFO,
                "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
-               "by family: %s; "
+               "by family: %s; %llu seeding calls; "
                "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
                (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
-               used ? " (" : "", reasons_text, used ? ")" : "", families_text,
+               used ? " (" : "", reasons_text, used ? ")" : "",
+               families_used ? families_text : "none", (unsigned long long)seeds,
                (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
                (double)atomic_load(&shim_time_ns) / 1e6,
                (double)atomic_load(&engine_time_ns) / 1e6);
@@ -167,4 +274,10 @@ void reprod_stats_reset(void)
         atomic_store(&family_deterministic[f], 0);
         atomic_store(&family_passed[f], 0);
     }
+    atomic_store(&seed_calls, 0);
+    atomic_store(&audited_calls, 0);
+    atomic_store(&audited_differing_calls, 0);
+    atomic_store(&audited_differing_elements, 0);
+    worst.api = NULL;
+    worst.ulps = 0;
 }

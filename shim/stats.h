@@ -18,6 +18,7 @@ enum reprod_reason {
     REPROD_PASS_NO_MEMORY,        /* the shim could not get its scratch memory */
     REPROD_PASS_UNSUPPORTED,      /* anything else the shim cannot make deterministic */
     REPROD_PASS_ONE_RANK,         /* a one-rank communicator: nothing to combine */
+    REPROD_PASS_AUDIT,            /* REPROD_MODE=audit: the native result, not audited */
     REPROD_PASS_REASON_COUNT
 };
 
@@ -62,8 +63,21 @@ void reprod_stats_record(const char *api, enum reprod_path path, size_t bytes, u
  * job. */
 int reprod_pass_through(const char *api, enum reprod_reason reason, const char *detail);
 
+/* REPROD_MODE=audit: count one audited call of `api` (trace number `trace_sequence`, 0 when
+ * not tracing) whose native result had `differing` elements not bitwise equal to the exact
+ * sum, the farthest `worst_ulps` units in the last place away (REPROD_ULPS_NAN: a NaN where
+ * the other is a number). */
+void reprod_stats_audit(const char *api, uint64_t trace_sequence, uint64_t differing,
+                        uint64_t worst_ulps);
+
+/* Count one seeding call that reached a hook (for the summary and `reprod doctor`). */
+void reprod_stats_seed(void);
+
 /* Log the one-line summary (REPROD_VERBOSE >= 1), at most once per process; called at exit.
- * A process in which nothing was intercepted writes nothing. */
+ * A process in which nothing was intercepted writes nothing. With it, a line of key=value
+ * counts for tools ("counts: pid=... exact=... pass.non-float-type=... seeds=..."; read by
+ * `reprod doctor`). Under REPROD_MODE=audit the audit line ("audit: N calls audited, ...") is
+ * written whatever REPROD_VERBOSE says: asking for an audit is asking for its answer. */
 void reprod_stats_summary(void);
 
 /* Zero the counters (the fork child starts its own account). */

@@ -4,9 +4,14 @@
  *
  * after a first line "# reprod trace 1 rank=<r> world=<n> pid=<p>". A hash that does not
  * apply (a non-root's reduce result, a derived datatype with gaps) is written as "-".
+ * REPROD_MODE=audit appends " differ=<elements> ulps=<n|nan>" to an audited call (action=audit;
+ * out= is the native result the job received). A seeding call is a line of its own:
+ *
+ *   seq=1 api=srand action=seed detail=hash count=0 ranks=4 in=<seed in> out=<seed out>
  */
 #include "trace.h"
 
+#include "audit.h"
 #include "config.h"
 #include "guard.h"
 #include "log.h"
@@ -139,7 +144,8 @@ static void open_trace(void)
     trace_fd = fd;
 }
 
-void reprod_trace_write(const struct reprod_trace_record *record)
+/* Write `record`'s line with `suffix` (empty, or " differ=... ulps=...") before its newline. */
+static void write_record(const struct reprod_trace_record *record, const char *suffix)
 {
     if (!reprod_trace_enabled()) return;
     char input[24] = "-", output[24] = "-";
@@ -152,10 +158,11 @@ void reprod_trace_write(const struct reprod_trace_record *record)
     for (char *c = detail; *c; c++)
         if (*c == ' ') *c = '-';
     char line[512];
-    int length = snprintf(line, sizeof line,
-                          "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s\n",
-                          (unsigned long long)record->sequence, record->api, record->action, detail,
-                          record->count, record->ranks, input, output);
+    int length =
+        snprintf(line, sizeof line,
+                 "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s%s\n",
+                 (unsigned long long)record->sequence, record->api, record->action, detail,
+                 record->count, record->ranks, input, output, suffix);
     if (length <= 0 || (size_t)length >= sizeof line) return;
     /* A line written while this thread opens the trace (a warning that re-enters) is dropped. */
     if (!reprod_once(&open_once, open_trace) || trace_fd < 0) return;
@@ -166,6 +173,39 @@ void reprod_trace_write(const struct reprod_trace_record *record)
     if (written != length && !atomic_exchange(&write_failed, 1))
         reprod_log(REPROD_LOG_WARN, "warning: REPROD_TRACE: write failed (%s); trace incomplete",
                    written < 0 ? strerror(write_errno) : "short write");
+}
+
+void reprod_trace_write(const struct reprod_trace_record *record)
+{
+    write_record(record, "");
+}
+
+void reprod_trace_write_audited(const struct reprod_trace_record *record, uint64_t differing,
+                                uint64_t worst_ulps)
+{
+    char suffix[64];
+    if (worst_ulps == REPROD_ULPS_NAN)
+        snprintf(suffix, sizeof suffix, " differ=%llu ulps=nan", (unsigned long long)differing);
+    else
+        snprintf(suffix, sizeof suffix, " differ=%llu ulps=%llu", (unsigned long long)differing,
+                 (unsigned long long)worst_ulps);
+    write_record(record, suffix);
+}
+
+void reprod_trace_seed(const char *api, const char *policy, uint64_t seed_in, uint64_t seed_out)
+{
+    if (!reprod_trace_enabled()) return;
+    struct reprod_trace_record record;
+    memset(&record, 0, sizeof record);
+    record.sequence = reprod_trace_sequence();
+    record.api = api;
+    record.action = "seed";
+    record.detail = policy;
+    record.ranks = reprod_world_size();
+    record.has_input = record.has_output = 1;
+    record.input_hash = seed_in; /* the seeds themselves, not hashes: diff prints them */
+    record.output_hash = seed_out;
+    reprod_trace_write(&record);
 }
 
 void reprod_trace_reset_after_fork(void)

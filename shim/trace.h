@@ -34,6 +34,17 @@ uint64_t reprod_trace_sequence(void);
 /* A 64-bit hash of `bytes` bytes (not cryptographic; the same on every machine). */
 uint64_t reprod_trace_hash(const void *data, size_t bytes);
 
+/* REPROD_MODE=audit: reprod_trace_write with " differ=<differing> ulps=<worst_ulps>" appended
+ * (elements whose bits differ between the native and the exact result, and the largest
+ * distance in ulps, "nan" for REPROD_ULPS_NAN). */
+void reprod_trace_write_audited(const struct reprod_trace_record *record, uint64_t differing,
+                                uint64_t worst_ulps);
+
+/* Append the line of a seeding call of `api` (action "seed", detail the policy, in= the seed
+ * passed, out= the seed the real function got), numbered in the same sequence as reductions:
+ * `reprod diff` can then say two runs were seeded differently before a reduction differed. */
+void reprod_trace_seed(const char *api, const char *policy, uint64_t seed_in, uint64_t seed_out);
+
 /* Append one line for `record` to this process's trace (opened on first use). Failures to
  * write are reported once as a warning and never disturb the job. */
 void reprod_trace_write(const struct reprod_trace_record *record);

@@ -89,7 +89,8 @@ for api in $APIS; do
     esac
     echo "$log" | grep -qxF "$want" || fail "no log line '$want' in: $log"
 done
-[ "$(echo "$log" | wc -l)" -eq 11 ] || fail "expected 11 log lines, got: $log"
+[ "$(echo "$log" | grep -c ": seed: ")" -eq 11 ] || fail "expected 11 seed log lines, got: $log"
+echo "$log" | grep -q "^reprod\[3\]: summary: .* 11 seeding calls" || fail "no summary counting the 11 seeding calls: $log"
 [ -z "$(RANK=3 shimmed "$PROGS/seed_libc" $S32 $S48 2>&1 >/dev/null)" ] ||
     fail "seeding calls write to stderr at REPROD_VERBOSE=0"
 ok "each seeding call is logged at REPROD_VERBOSE=2 with the API, the seeds and the rank"

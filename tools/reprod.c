@@ -4,6 +4,8 @@
  *   reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]
  *                              per-device batch and accumulation steps that keep the global
  *                              batch fixed for each world size (DESIGN.md section 2, layer 1)
+ *   reprod run [options] -- CMD  run CMD with the shim preloaded (run.c)
+ *   reprod doctor -- CMD       what the shim reached in CMD and what it could not (doctor.c)
  *   reprod diff <trace-dir-a> <trace-dir-b>
  *                              where two runs traced with REPROD_TRACE part, and which side
  *   reprod version
@@ -18,19 +20,32 @@
 
 extern char **environ;
 
+static const char usage_text[] =
+    "usage: reprod settings\n"
+    "       reprod run [--mode M] [--rounding R] [--seed-policy P] [--trace DIR] [--verbose N] "
+    "-- CMD...\n"
+    "       reprod doctor -- CMD...\n"
+    "       reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]\n"
+    "       reprod diff <trace-dir-a> <trace-dir-b>\n"
+    "       reprod version\n"
+    "`reprod COMMAND --help` describes each command.\n";
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: reprod settings\n"
-                    "       reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]\n"
-                    "       reprod diff <trace-dir-a> <trace-dir-b>\n"
-                    "       reprod version\n");
+    fputs(usage_text, stderr);
     return 2;
 }
 
 /* `reprod settings`: the same parse the shim does at load, with its messages; then each
  * setting's value and what it does, from the shim's table of settings. */
-static int settings(void)
+static int settings(int argc, char **argv)
 {
+    if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        printf("usage: reprod settings\nCheck the REPROD_* variables of this environment as the "
+               "shim will when it loads, and print each setting's value and meaning.\nExit "
+               "status: 0; 2 when a value is not valid.\n");
+        return 0;
+    }
     struct reprod_config config;
     char error[PATH_MAX + 128];
     if (reprod_config_parse(environ, &config, error, sizeof error) != 0) {
@@ -62,14 +77,29 @@ static long positive(const char *option, const char *text)
     return value;
 }
 
+static const char plan_help[] =
+    "usage: reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]\n"
+    "For each world size W: the per-device batch G/W and the accumulation steps G/(W*M) that\n"
+    "keep the global batch G fixed with micro-batches of M samples; a W for which G is not a\n"
+    "multiple of W*M cannot keep it and is marked. Then what the application must do for\n"
+    "results that are bitwise equal across the world sizes listed.\n"
+    "Exit status: 0 when every world size listed keeps G; 1 when one cannot; 2 on a usage error.\n";
+
 /* `reprod plan`: for each world size W, the per-device batch G / W and the accumulation
- * steps (G / W) / M, when they divide evenly; otherwise say why that W cannot keep G. */
+ * steps (G / W) / M when G is a multiple of W * M; otherwise W is marked as one that cannot
+ * keep G. Then the truth about accumulation: the shim sums across ranks exactly, but a rank
+ * that accumulates several micro-batches sums them itself, and how many it holds changes with
+ * W. */
 static int plan(int argc, char **argv)
 {
     long global = 0, micro = 0;
     const char *sizes = "1,2,4,8";
     for (int i = 0; i < argc; i += 2) {
         const char *option = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) {
+            fputs(plan_help, stdout);
+            return 0;
+        }
         if (strcmp(option, "--global-batch") == 0)
             global = positive(option, value);
         else if (strcmp(option, "--micro-batch") == 0)
@@ -77,12 +107,13 @@ static int plan(int argc, char **argv)
         else if (strcmp(option, "--world-sizes") == 0 && value)
             sizes = value;
         else
-            return usage();
+            return fprintf(stderr, "%s", plan_help), 2;
     }
-    if (!global || !micro) return usage();
+    if (!global || !micro) return fprintf(stderr, "%s", plan_help), 2;
     printf("global batch %ld, micro-batch %ld per device per step\n", global, micro);
     printf("%10s %18s %20s\n", "world size", "per-device batch", "accumulation steps");
-    int impossible = 0;
+    int impossible = 0, accumulating = 0, kept = 0;
+    long fewest = 0, most = 0;
     char *copy = strdup(sizes);
     for (char *item = strtok(copy, ","); item; item = strtok(NULL, ",")) {
         long world = positive("--world-sizes", item);
@@ -91,25 +122,60 @@ static int plan(int argc, char **argv)
                    global, world);
             impossible = 1;
         } else if ((global / world) % micro != 0) {
-            printf("%10ld   per-device batch %ld is not a multiple of the micro-batch %ld\n", world,
-                   global / world, micro);
+            printf("%10ld   cannot keep the global batch: per-device batch %ld is not a multiple "
+                   "of the micro-batch %ld (%ld is not a multiple of %ld x %ld)\n",
+                   world, global / world, micro, global, world, micro);
             impossible = 1;
         } else {
-            printf("%10ld %18ld %20ld\n", world, global / world, global / world / micro);
+            long steps = global / world / micro;
+            printf("%10ld %18ld %20ld\n", world, global / world, steps);
+            if (!kept++ || steps < fewest) fewest = steps;
+            if (steps > most) most = steps;
+            accumulating |= steps > 1;
         }
     }
     free(copy);
-    printf("Results match across world sizes when every micro-batch is the same in each layout\n"
-           "(same data order, deterministic kernels) and the shim is preloaded.\n");
+    printf("\nWith the shim preloaded, every all-reduce returns the exact sum of what the ranks\n"
+           "contribute, whatever the world size. Results are bitwise equal across the world\n"
+           "sizes above only if each rank's contribution is itself independent of the layout:\n"
+           "the same micro-batches (same data order, same micro-batch size %ld), deterministic\n"
+           "kernels, the same seeds.\n",
+           micro);
+    if (accumulating && fewest != most)
+        printf("\nCaution: a rank sums its %ld to %ld micro-batch gradients itself, before the\n"
+               "all-reduce, and the shim never sees that sum. Its rounding depends on how many\n"
+               "micro-batches the rank holds, so the results differ between these world sizes\n"
+               "even under the shim, unless the application either\n"
+               "  - all-reduces each micro-batch's gradient (one all-reduce per micro-batch, or\n"
+               "    all micro-batch gradients in one buffer), so every sum is the shim's; or\n"
+               "  - accumulates so that the rank's sum is exact, hence independent of the count:\n"
+               "    float32 gradients added in float64 (exact while the terms' exponents span\n"
+               "    fewer than about 29 - log2(terms) binades: a few micro-batches, usually), and\n"
+               "    all-reduces the float64 accumulator, rounding to float32 after it; rounding\n"
+               "    the accumulator to float32 before the all-reduce brings the count back in.\n",
+               fewest, most);
+    else if (accumulating)
+        printf("\nEvery world size above accumulates the same %ld micro-batches per rank, but\n"
+               "their sum is the rank's own, not the shim's: it is the same in each layout only\n"
+               "when each rank holds the same micro-batches in the same order.\n",
+               most);
+    if (impossible)
+        printf("\nWorld sizes marked above cannot keep the global batch %ld with micro-batches "
+               "of %ld: their results will differ.\n",
+               global, micro);
     return impossible ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) return usage();
-    if (strcmp(argv[1], "settings") == 0) return settings();
+    if (strcmp(argv[1], "settings") == 0) return settings(argc - 2, argv + 2);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)
+        return fputs(usage_text, stdout), 0;
     if (strcmp(argv[1], "plan") == 0) return plan(argc - 2, argv + 2);
     if (strcmp(argv[1], "diff") == 0) return reprod_diff_command(argc - 2, argv + 2);
+    if (strcmp(argv[1], "run") == 0) return reprod_run_command(argc - 2, argv + 2);
+    if (strcmp(argv[1], "doctor") == 0) return reprod_doctor_command(argc - 2, argv + 2);
     if (strcmp(argv[1], "version") == 0) {
         printf("reprod %s\n", reprod_version());
         return 0;

@@ -114,6 +114,29 @@ static int same_call(const struct call *a, const struct call *b)
     return strcmp(a->api, b->api) == 0 && strcmp(a->detail, b->detail) == 0 && a->count == b->count;
 }
 
+static int is_seed(const struct call *call)
+{
+    return strcmp(call->action, "seed") == 0;
+}
+
+/* A seeding call of both runs whose seeds differ: say so, and that it comes first. */
+static int seeded_differently(size_t index, int rank, const struct call *p, const struct call *q,
+                              const char *dir_a, const char *dir_b)
+{
+    printf("the runs were seeded differently at call %zu of rank %d (%s), before any reduction "
+           "differed:\n",
+           index + 1, rank, p->api);
+    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_a, p->api,
+           strtoull(p->input, NULL, 16), strtoull(p->output, NULL, 16), p->detail);
+    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_b, q->api,
+           strtoull(q->input, NULL, 16), strtoull(q->output, NULL, 16), q->detail);
+    if (strcmp(p->input, q->input) != 0)
+        printf("  -> the application's side: it passed different seeds\n");
+    else
+        printf("  -> the same seed, derived differently: REPROD_SEED_POLICY or the rank differ\n");
+    return 1;
+}
+
 static void describe(const char *label, const struct call *call)
 {
     printf("  %s: call %llu: %s %s x %lld, %s, on %d ranks\n", label, call->sequence, call->api,
@@ -166,6 +189,10 @@ static int diff_same_layout(const struct run *a, const struct run *b)
                first_rank, a->dir, x->length, b->dir, y->length);
         return 1;
     }
+    if (is_seed(&x->calls[first]) && is_seed(&y->calls[first]) &&
+        strcmp(x->calls[first].api, y->calls[first].api) == 0)
+        return seeded_differently(first, first_rank, &x->calls[first], &y->calls[first], a->dir,
+                                  b->dir);
     if (!same_call(&x->calls[first], &y->calls[first])) {
         printf("the runs part at call %zu of rank %d: they made different calls\n", first + 1,
                first_rank);
@@ -192,7 +219,10 @@ static int diff_same_layout(const struct run *a, const struct run *b)
         return 1;
     }
     printf("  every rank brought the same contributions, and the results differ\n");
-    if (strcmp(x->calls[first].action, "pass") == 0)
+    if (strcmp(x->calls[first].action, "audit") == 0)
+        printf("  -> the reduction's side: the job received the library's native result\n"
+               "     (REPROD_MODE=audit), which depends on its algorithm and the layout\n");
+    else if (strcmp(x->calls[first].action, "pass") == 0)
         printf("  -> the reduction's side: the call passed through unchanged (%s)\n",
                x->calls[first].detail);
     else
@@ -212,6 +242,12 @@ static int diff_other_layout(const struct run *a, const struct run *b)
            a->rank_count, b->rank_count);
     for (size_t i = 0; i < shorter; i++) {
         const struct call *p = &x->calls[i], *q = &y->calls[i];
+        if (is_seed(p) && is_seed(q) && strcmp(p->api, q->api) == 0) {
+            /* The seed passed is comparable across layouts (the derived one under policy hash
+             * too, but not under rank): compare what the application passed. */
+            if (strcmp(p->input, q->input) != 0) return seeded_differently(i, 0, p, q, a->dir, b->dir);
+            continue;
+        }
         if (!same_call(p, q) && strcmp(p->api, "MPI_Reduce_scatter") != 0) {
             printf("the runs part at call %zu of rank 0: they made different calls\n", i + 1);
             describe(a->dir, p);
@@ -240,6 +276,13 @@ static int diff_other_layout(const struct run *a, const struct run *b)
 
 int reprod_diff_command(int argc, char **argv)
 {
+    if (argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        printf("usage: reprod diff <trace-dir-a> <trace-dir-b>\nCompare two runs traced with "
+               "REPROD_TRACE: the first call where they part (a seeding call, or a reduction)\n"
+               "and which side differed first. Exit status: 0 when they agree, 1 when they "
+               "part, 2 on an error.\n");
+        return 0;
+    }
     if (argc != 2) {
         fprintf(stderr, "usage: reprod diff <trace-dir-a> <trace-dir-b>\n");
         return 2;
