@@ -234,10 +234,11 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
     const v2l magnitude_mask = {0x7fffffffffffffffll, 0x7fffffffffffffffll};
     size_t j = 0;
     for (; j + 8 <= element_count; j += 8) {
-        v2d s[4], t[4], max[4], min[4];
+        v2d s[4], t[4], error_sum[4], max[4], min[4];
         for (int v = 0; v < 4; v++) {
             s[v] = (v2d){-0.0, -0.0};
             t[v] = (v2d){0.0, 0.0};
+            error_sum[v] = t[v];
             max[v] = t[v];
             min[v] = (v2d){INFINITY, INFINITY};
         }
@@ -251,15 +252,18 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                 max[v] = VMAX(m, max[v]);
                 min[v] = VMIN(less_one, min[v]);
                 v2d n = s[v] + x, bb = n - s[v];
-                t[v] += (s[v] - (n - bb)) + (x - bb);
+                v2d e = (s[v] - (n - bb)) + (x - bb);
+                t[v] += e;
+                error_sum[v] += (v2d)((v2l)e & magnitude_mask);
                 s[v] = n;
             }
         }
-        double s_lane[8], t_lane[8];
+        double s_lane[8], t_lane[8], error_sum_lane[8];
         uint64_t max_lane[8], min_lane[8];
         for (int v = 0; v < 4; v++) {
             VSTORE(s_lane + 2 * v, s[v]);
             VSTORE(t_lane + 2 * v, t[v]);
+            VSTORE(error_sum_lane + 2 * v, error_sum[v]);
             VSTORE(max_lane + 2 * v, max[v]);
             VSTORE(min_lane + 2 * v, min[v]);
         }
@@ -268,7 +272,9 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
             fast[lane] = engine_is_finite(sum[lane]) &&
-                         engine_fast_span_ok(&f, max_lane[lane], min_lane[lane], window);
+                         (engine_fast_span_ok(&f, max_lane[lane], min_lane[lane], window) ||
+                          engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane],
+                                                count));
             all_plain &= fast[lane] && sum[lane] != 0;
         }
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {

@@ -183,6 +183,31 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
     return j;
 }
 
+/* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
+ * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N. */
+AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n)
+{
+    const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000ll);
+    const __m256i fraction = _mm256_set1_epi64x(0xfffffffffffffll);
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    __m256d S = _mm256_add_pd(s, t), v = _mm256_sub_pd(S, s);
+    __m256d T = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(S, v)), _mm256_sub_pd(t, v));
+    __m256i S_bits = _mm256_castpd_si256(S);
+    __m256d G = _mm256_castsi256_pd(_mm256_and_si256(S_bits, exponent));
+    __m256i power_of_two = _mm256_cmpeq_epi64(_mm256_and_si256(S_bits, fraction),
+                                              _mm256_setzero_si256());
+    __m256i to_zero = _mm256_cmpgt_epi64(_mm256_setzero_si256(),
+                                         _mm256_xor_si256(S_bits, _mm256_castpd_si256(T)));
+    __m256d halved = _mm256_castsi256_pd(_mm256_and_si256(power_of_two, to_zero));
+    G = _mm256_blendv_pd(G, _mm256_mul_pd(G, _mm256_set1_pd(0.5)), halved);
+    __m256d tail = _mm256_mul_pd(_mm256_and_pd(T, magnitude_mask), _mm256_set1_pd(0x1p53));
+    __m256d Z = _mm256_mul_pd(_mm256_mul_pd(a, two_n), _mm256_set1_pd(2.0));
+    __m256d above = _mm256_cmp_pd(tail, Z, _CMP_GT_OQ);
+    __m256d inside = _mm256_cmp_pd(_mm256_sub_pd(G, tail), Z, _CMP_GT_OQ);
+    __m256d exact = _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ);
+    return _mm256_or_pd(exact, _mm256_and_pd(above, inside));
+}
+
 /* Exact binary64 sums, 8 elements per block (two vectors of 4, interleaved for latency). The
  * span check runs in the floating-point domain: the max of |x|, and the min of the bit
  * pattern of |x| minus one, which for a zero is a NaN that vminpd ignores (it returns its
@@ -197,10 +222,11 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
     const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
     const __m256i one = _mm256_set1_epi64x(1);
     const __m256i window = _mm256_set1_epi64x(engine_fast_window(53, count));
+    const __m256d two_n = _mm256_set1_pd(2.0 * count);
     size_t j = 0;
     for (; j + 8 <= element_count; j += 8) {
         __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0;
-        __m256d t0 = _mm256_setzero_pd(), t1 = t0, max0 = t0, max1 = t0;
+        __m256d t0 = _mm256_setzero_pd(), t1 = t0, max0 = t0, max1 = t0, a0 = t0, a1 = t0;
         __m256d min0 = infinity, min1 = infinity;
         for (int k = 0; k < count; k++) {
             const double *p = (const double *)contributions[k] + j;
@@ -221,6 +247,8 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
                 _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(n1, v1)), _mm256_sub_pd(x1, v1));
             t0 = _mm256_add_pd(t0, e0);
             t1 = _mm256_add_pd(t1, e1);
+            a0 = _mm256_add_pd(a0, _mm256_and_pd(e0, magnitude_mask));
+            a1 = _mm256_add_pd(a1, _mm256_and_pd(e1, magnitude_mask));
             s0 = n0;
             s1 = n1;
         }
@@ -237,6 +265,10 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
             _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max0, e_min0), window));
         __m256d wide1 =
             _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max1, e_min1), window));
+        if (_mm256_movemask_pd(wide0))
+            wide0 = _mm256_andnot_pd(float64_certified(s0, t0, a0, two_n), wide0);
+        if (_mm256_movemask_pd(wide1))
+            wide1 = _mm256_andnot_pd(float64_certified(s1, t1, a1, two_n), wide1);
         __m256d finite0 = _mm256_cmp_pd(_mm256_and_pd(sum0, magnitude_mask), infinity, _CMP_LT_OQ);
         __m256d finite1 = _mm256_cmp_pd(_mm256_and_pd(sum1, magnitude_mask), infinity, _CMP_LT_OQ);
         int bad_mask = (~_mm256_movemask_pd(finite0) & 0xf) | _mm256_movemask_pd(wide0) |

@@ -157,9 +157,32 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     return j;
 }
 
+/* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
+ * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N. */
+AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n)
+{
+    const __m512i exponent = _mm512_set1_epi64(0x7ff0000000000000ll);
+    const __m512i fraction = _mm512_set1_epi64(0xfffffffffffffll);
+    __m512d S = _mm512_add_pd(s, t), v = _mm512_sub_pd(S, s);
+    __m512d T = _mm512_add_pd(_mm512_sub_pd(s, _mm512_sub_pd(S, v)), _mm512_sub_pd(t, v));
+    __m512i S_bits = _mm512_castpd_si512(S);
+    __m512d G = _mm512_castsi512_pd(_mm512_and_si512(S_bits, exponent));
+    __mmask8 halved = _mm512_testn_epi64_mask(S_bits, fraction) &
+                      _mm512_cmplt_epi64_mask(_mm512_xor_si512(S_bits, _mm512_castpd_si512(T)),
+                                              _mm512_setzero_si512()); /* T points to zero */
+    G = _mm512_mask_mul_pd(G, halved, G, _mm512_set1_pd(0.5));
+    __m512d tail = _mm512_mul_pd(_mm512_abs_pd(T), _mm512_set1_pd(0x1p53));
+    __m512d Z = _mm512_mul_pd(_mm512_mul_pd(a, two_n), _mm512_set1_pd(2.0));
+    __mmask8 above = _mm512_cmp_pd_mask(tail, Z, _CMP_GT_OQ);
+    __mmask8 inside = _mm512_cmp_pd_mask(_mm512_sub_pd(G, tail), Z, _CMP_GT_OQ);
+    __mmask8 exact = _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    return exact | (above & inside);
+}
+
 /* Exact binary64 sums, 16 elements per block (two vectors of 8): the TwoSum cascade, with the
- * span check on the doubled magnitude bits (unsigned 64-bit max/min) and a non-finite s + t
- * for infinities, NaNs and overflow. */
+ * span check on the doubled magnitude bits (unsigned 64-bit max/min), the certificate of
+ * engine_inner.h (d) for lanes beyond the window, and a non-finite s + t for infinities, NaNs
+ * and overflow. */
 AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
                                                    const void *const *contributions, int count,
                                                    size_t element_count, double *result,
@@ -169,10 +192,11 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
     const __m512i window = _mm512_set1_epi64(engine_fast_window(53, count));
     const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
     const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
+    const __m512d two_n = _mm512_set1_pd(2.0 * count);
     size_t j = 0;
     for (; j + 16 <= element_count; j += 16) {
         __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0;
-        __m512d t0 = _mm512_setzero_pd(), t1 = t0;
+        __m512d t0 = _mm512_setzero_pd(), t1 = t0, a0 = t0, a1 = t0;
         __m512i max0 = _mm512_setzero_si512(), max1 = max0;
         __m512i min0 = _mm512_set1_epi64(-1), min1 = min0;
         for (int k = 0; k < count; k++) {
@@ -193,6 +217,8 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
                 _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(n1, v1)), _mm512_sub_pd(x1, v1));
             t0 = _mm512_add_pd(t0, e0);
             t1 = _mm512_add_pd(t1, e1);
+            a0 = _mm512_add_pd(a0, _mm512_abs_pd(e0));
+            a1 = _mm512_add_pd(a1, _mm512_abs_pd(e1));
             s0 = n0;
             s1 = n1;
         }
@@ -202,12 +228,14 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
         __m512i e_max0 = _mm512_srli_epi64(max0, 53), e_max1 = _mm512_srli_epi64(max1, 53);
         __m512i e_min0 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min0, one), 53), one);
         __m512i e_min1 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min1, one), 53), one);
-        __mmask8 bad0 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max0, e_min0), window) |
-                        _mm512_cmpge_epu64_mask(
-                            _mm512_and_si512(_mm512_castpd_si512(sum0), magnitude), infinity);
-        __mmask8 bad1 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max1, e_min1), window) |
-                        _mm512_cmpge_epu64_mask(
-                            _mm512_and_si512(_mm512_castpd_si512(sum1), magnitude), infinity);
+        __mmask8 wide0 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max0, e_min0), window);
+        __mmask8 wide1 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max1, e_min1), window);
+        if (wide0) wide0 &= ~float64_certified(s0, t0, a0, two_n);
+        if (wide1) wide1 &= ~float64_certified(s1, t1, a1, two_n);
+        __mmask8 bad0 = wide0 | _mm512_cmpge_epu64_mask(
+                                    _mm512_and_si512(_mm512_castpd_si512(sum0), magnitude), infinity);
+        __mmask8 bad1 = wide1 | _mm512_cmpge_epu64_mask(
+                                    _mm512_and_si512(_mm512_castpd_si512(sum1), magnitude), infinity);
         __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
         __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
         uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8);

@@ -268,6 +268,25 @@ ENGINE_FUNCTION uint64_t engine_accumulator_round(struct engine_accumulator *a,
  * T = sum - S exactly: the sign of T says whether a directed rounding steps S by one ulp (to
  * infinity from the largest double when rounding away: the right overflow).
  *
+ * (d) Beyond the window t may be inexact, but the rounding of the exact sum is often still
+ *     known from s + t: the TwoSum cascade itself stays exact for any spread, so the exact sum
+ *     is s + t + eta with eta = (sum of e_k) - t the error of t's recursive summation alone,
+ *     |eta| <= gamma_{N-1} sum |e_k| (Higham; additions have relative error <= 2^-53 also
+ *     when subnormal, as such a sum is exact). With A = fl(sum |e_k|) >= (1 - 2^-53)^(N-1)
+ *     sum |e_k| summed alongside t, |eta| <= N 2^-53 (1 + 2^-20) A <= D = fl(2N A) 2^-52 for
+ *     N < 2^31 (2N A is a multiple of 2^-1074: exact if subnormal, relative error 2^-53
+ *     otherwise). Let (S, T) = TwoSum(s, t), exact, and h the half gap beside S on T's side:
+ *     2^(k-53) for 2^k <= |S| < 2^(k+1), halved when S = +-2^k and T points to zero. If
+ *     |T| > D and |T| + D < h, then the exact sum - S = T + eta has the sign of T and lies
+ *     strictly within h of S: S = RN(exact sum), no tie, and the sign of T says where the
+ *     exact sum lies: exactly what the finishing below uses. Scaled by 2^53 (exact: |T| <=
+ *     2^970): |T| 2^53 > Z and RN(G - |T| 2^53) > Z with Z = 2 fl(2N A), G = h 2^53 = the
+ *     power-of-two part of |S| (halved as said); RN is monotone, so the rounded difference
+ *     exceeding Z implies the exact one does. A subnormal or zero S gives G = 0 and fails;
+ *     NaN fails every compare. A = 0 means t is exact.
+ *     This covers any spread unless the sum cancels to well below the largest term or lies
+ *     within about N^2 2^-106 of a double or a midpoint (then: the general path).
+ *
  * For the 16- and 32-bit types the partial sums cannot overflow; infinite and NaN terms are
  * rejected by their exponent field (all ones).
  *
@@ -292,6 +311,22 @@ ENGINE_FUNCTION int engine_fast_span_ok(const struct engine_format *f, uint64_t 
     int64_t e_min = (int64_t)((min_nonzero_less_one + 1) >> fraction_bits);
     if (e_min < 1) e_min = 1;
     return e_max - e_min <= window;
+}
+
+/* Whether s + t rounds as the exact sum s + (sum of e_k) does, t = fl(sum of e_k) and
+ * error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks that
+ * s + t is finite. */
+ENGINE_FUNCTION int engine_fast_certified(double s, double t, double error_sum, int count)
+{
+    double S, T;
+    engine_two_sum(s, t, &S, &T);
+    uint64_t S_bits = engine_double_bits(S), T_bits = engine_double_bits(T);
+    uint64_t power = S_bits & 0x7ff0000000000000ull; /* 2^k, or 0 when S is subnormal */
+    int halved = (S_bits & 0xfffffffffffffull) == 0 && ((S_bits ^ T_bits) >> 63) != 0;
+    double G = engine_double_from_bits(power) * (halved ? 0.5 : 1.0);
+    double tail = engine_double_from_bits(T_bits & 0x7fffffffffffffffull) * 0x1p53;
+    double Z = error_sum * (2.0 * count) * 2.0;
+    return error_sum == 0 || (tail > Z && G - tail > Z);
 }
 
 /* Whether a binary64 value is finite (integer test: no libm, no environment). */
@@ -411,7 +446,7 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     uint64_t magnitude_mask = engine_sign_bit(&f) - 1;
     if (type == REPROD_FLOAT64 && !engine_fast_double_serves(op, count)) return 0;
     uint64_t max_magnitude = 0, min_nonzero_less_one = magnitude_mask;
-    double s = -0.0, t = 0.0;
+    double s = -0.0, t = 0.0, error_sum = 0.0;
     for (int k = 0; k < count; k++) {
         uint64_t bits = engine_load_bits(type, contributions[k], index);
         uint64_t magnitude = bits & magnitude_mask;
@@ -423,20 +458,23 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
             double e;
             engine_two_sum(s, x, &s, &e);
             t += e;
+            error_sum += fabs(e);
         } else {
             s += x;
         }
     }
     int window = engine_fast_window(f.precision, count);
-    if (!engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window)) return 0;
+    int span_ok = engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window);
     if (type == REPROD_FLOAT64) {
         if (!engine_is_finite(s + t)) return 0;
+        if (!span_ok && !engine_fast_certified(s, t, error_sum, count)) return 0;
         uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0, contributions,
                                                   count, index);
         if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
         *bits_out = bits;
         return 1;
     }
+    if (!span_ok) return 0;
     if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1) return 0;
     *bits_out = engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count,
                                    index);

@@ -246,6 +246,33 @@ static void recipe_boundary(const struct tfmt *f, struct rng *r, int n, uint64_t
     mpfr_clears(target, piece, (mpfr_ptr)0);
 }
 
+/* Wide spreads on a rounding boundary: as recipe_boundary, with noise terms of any exponent
+ * up to v's and nudges down to 2^-400 ulp (or the subnormal grid): beyond binary64's fast
+ * window, the certificate of engine_inner.h (d) must refuse these or round them right. */
+static void recipe_wide_boundary(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int sign = fuzz_sign(r), field = fuzz_field(f, r);
+    int ulp_exponent = (field > 0 ? field : 1) - f->bias - (f->p - 1);
+    int lowest = 1 - f->bias - (f->p - 1); /* smallest subnormal */
+    mpfr_t target, piece;
+    mpfr_inits2(ORACLE_EXACT_BITS, target, piece, (mpfr_ptr)0);
+    mpfr_set_d(target, tf_to_double(fuzz_type_of(f), tf_make(f, 0, field, fuzz_fraction(f, r))),
+               MPFR_RNDN);
+    mpfr_set_ui_2exp(piece, (unsigned long)rng_range(r, 0, 2), ulp_exponent - 1, MPFR_RNDN);
+    mpfr_add(target, target, piece, MPFR_RNDN);
+    int depth = ulp_exponent - lowest < 400 ? ulp_exponent - lowest : 400;
+    if (depth >= 1 && rng_range(r, 0, 3) != 0) {
+        mpfr_set_ui_2exp(piece, 1, ulp_exponent - rng_range(r, 1, depth), MPFR_RNDN);
+        if (fuzz_sign(r)) mpfr_neg(piece, piece, MPFR_RNDN);
+        mpfr_add(target, target, piece, MPFR_RNDN);
+    }
+    if (rng_range(r, 0, 7) == 0) mpfr_set_zero(target, 1); /* cancellation to zero */
+    if (sign) mpfr_neg(target, target, MPFR_RNDN);
+    int noise = n > 2 ? rng_range(r, 1, n - 2) : 0;
+    fuzz_decompose(f, r, n, target, noise, field, terms);
+    mpfr_clears(target, piece, (mpfr_ptr)0);
+}
+
 /* Infinities of either sign and NaNs (quiet or signalling, any payload and sign) put into
  * 1..3 of the terms. */
 static void fuzz_add_specials(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
@@ -266,6 +293,7 @@ static const struct {
     {"similar", recipe_similar},   {"spread", recipe_spread},     {"subnormal", recipe_subnormal},
     {"overflow", recipe_overflow}, {"bits", recipe_bits},         {"repeat", recipe_repeat},
     {"cancel", recipe_cancel},     {"boundary", recipe_boundary}, {"window-tie", recipe_window_tie},
+    {"wide-boundary", recipe_wide_boundary},
 };
 
 #define FUZZ_RECIPES ((int)(sizeof fuzz_recipes / sizeof fuzz_recipes[0]))

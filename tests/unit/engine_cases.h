@@ -381,6 +381,59 @@ static void gen_quotient_ties(const struct tfmt *f, struct rng *r, int n, uint64
     rng_shuffle(r, terms, n);
 }
 
+/* Wide spreads on or next to a rounding boundary: a value v (up to the top binade), plus 0,
+ * half an ulp (a tie) or (below the top binade) one ulp, nudged by 2^-d half ulps (d up to 400,
+ * or down to the subnormal grid) or not, or exactly zero (cancellation); some terms are noise
+ * spread over 200 binades below v, the rest the greedy decomposition of what is left. Beyond
+ * the binary64 fast path's window, this is where the certificate of engine_inner.h (d) must
+ * refuse. */
+static void gen_wide_boundary(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    reprod_type t = (reprod_type)(f - test_formats);
+    mpfr_t sum, term, piece;
+    mpfr_init2(sum, ORACLE_EXACT_BITS);
+    mpfr_init2(term, f->p);
+    mpfr_init2(piece, 64);
+    int top = tf_max_field(f), field = rng_range(r, 1, top);
+    if (rng_range(r, 0, 3) == 0) field = top - rng_range(r, 0, 1);
+    int negative = (int)(rng_next(r) & 1), kind = rng_range(r, 0, 7);
+    int half_ulp = (field > 1 ? field : 1) - f->bias - f->p;
+    int lowest = 1 - f->bias - (f->p - 1); /* smallest subnormal */
+    mpfr_set_d(sum, tf_to_double(t, tf_make(f, negative, field, random_frac(f, r))), MPFR_RNDN);
+    if (kind == 7) {
+        mpfr_set_zero(sum, 1); /* cancellation to exactly zero */
+    } else {
+        int halves = rng_range(r, 0, field < top ? 2 : 1);
+        mpfr_set_ui_2exp(piece, (unsigned long)halves, half_ulp, MPFR_RNDN);
+        if (negative) mpfr_neg(piece, piece, MPFR_RNDN);
+        mpfr_add(sum, sum, piece, MPFR_RNDN);
+        if (kind >= 3 && half_ulp > lowest) {
+            int span = half_ulp - lowest < 400 ? half_ulp - lowest : 400;
+            mpfr_set_ui_2exp(piece, 1, half_ulp - rng_range(r, 1, span), MPFR_RNDN);
+            if (kind & 1) mpfr_neg(piece, piece, MPFR_RNDN);
+            mpfr_add(sum, sum, piece, MPFR_RNDN);
+        }
+    }
+    int noise = n > 2 ? rng_range(r, 0, n / 2) : 0;
+    for (int k = 0; k < n; k++) {
+        if (k < noise) {
+            int low = field - 200 > 1 ? field - 200 : 1;
+            terms[k] = tf_make(f, (int)(rng_next(r) & 1), rng_range(r, low, field - 1 > low ? field - 1 : low),
+                               random_frac(f, r));
+        } else if (mpfr_zero_p(sum)) {
+            terms[k] = (rng_next(r) & 1) ? tf_sign(f) : 0;
+        } else {
+            int inex = mpfr_set(term, sum, MPFR_RNDN);
+            terms[k] = oracle_fit(t, term, inex, MPFR_RNDN);
+            if ((terms[k] & (tf_sign(f) - 1)) == tf_inf(f)) terms[k] -= 1; /* the largest value */
+        }
+        mpfr_set_d(piece, tf_to_double(t, terms[k]), MPFR_RNDN);
+        mpfr_sub(sum, sum, piece, MPFR_RNDN);
+    }
+    mpfr_clears(sum, term, piece, (mpfr_ptr)0);
+    rng_shuffle(r, terms, n);
+}
+
 /* Elements right at the edge of the fast path's exponent window (engine_fast_window), built
  * to make the binary64 partial sums as long as possible: big terms of one sign first (the
  * running sum and the TwoSum errors grow), full significands, the smallest term last. For

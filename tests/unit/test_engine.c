@@ -134,6 +134,19 @@ Test(engine, fast_path_windows_keep_the_binary64_sums_exact)
     mpfr_clears(exact, check, term, (mpfr_ptr)0);
 }
 
+/* How many of the elements engine_exact_fast (the per-element fast path the GPU kernels run)
+ * refuses: every host kernel level must send exactly these to the general path. */
+static int general_by_element(reprod_type type, void **buffers, int n, size_t count)
+{
+    int refused = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t bits;
+        refused += !engine_exact_fast(type, REPROD_SUM, REPROD_ROUND_NEAREST,
+                                      (const void *const *)buffers, n, i, &bits);
+    }
+    return refused;
+}
+
 /* Every kernel level draws the fast path's border where engine_fast_window says: in a block of
  * 64 elements, element 0 is 1 + 2^-100 (general, and an inexact binary64 sum, so the flag-first
  * binary32 kernels must fall back to their span check), even elements span exactly the window
@@ -182,6 +195,8 @@ Test(engine, every_kernel_draws_the_fast_window_border_exactly)
                 pair = 0;
 #endif
                 int expected = pair ? 0 : COUNT / 2 + 1;
+                if (t == REPROD_FLOAT64 && !pair) /* beyond the window the certificate of */
+                    expected = general_by_element((reprod_type)t, buffers, n, COUNT); /* (d) */
                 cr_expect_eq(stats.general_elements, (size_t)expected,
                              "%s N=%d kernel level %d: %zu general elements, expected %d", f->name,
                              n, level, stats.general_elements, expected);
@@ -283,6 +298,41 @@ Test(engine, exact_every_contribution_count_from_1_to_64)
         }
 }
 
+Test(engine, exact_wide_spreads_near_rounding_boundaries_at_every_contribution_count)
+{
+    /* The certificate's edge (engine_inner.h (d)): ties, near-ties by 2^-1..2^-400 half ulps,
+     * exact zeros, overflow and subnormal thresholds, with terms spread over 200 binades. */
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int n = 1; n <= 64; n++)
+            run_generated("n-wide-boundary", (reprod_type)t, n, 17, gen_wide_boundary, 14);
+    for (int n = 2; n <= 70; n += 17) /* many elements: every kernel's blocks, for binary64 */
+        run_generated("wide-boundary", REPROD_FLOAT64, n, 300, gen_wide_boundary, 15);
+    /* Both sides of the certificate are reached: binary64 elements beyond the window that it
+     * accepts, and ones it refuses. */
+    struct rng r = {16};
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 2000; i++) {
+        uint64_t terms[8], bits;
+        const void *pointers[8];
+        gen_wide_boundary(&test_formats[REPROD_FLOAT64], &r, 8, terms);
+        uint64_t max = 0, min_less_one = ~0ull >> 1;
+        for (int k = 0; k < 8; k++) {
+            uint64_t magnitude = terms[k] << 1 >> 1;
+            max = magnitude > max ? magnitude : max;
+            if (magnitude != 0 && magnitude - 1 < min_less_one) min_less_one = magnitude - 1;
+            pointers[k] = &terms[k];
+        }
+        struct engine_format f = engine_format_of(REPROD_FLOAT64);
+        if (engine_fast_span_ok(&f, max, min_less_one, engine_fast_window(53, 8))) continue;
+        if (engine_exact_fast(REPROD_FLOAT64, REPROD_SUM, REPROD_ROUND_UP, pointers, 8, 0, &bits))
+            accepted++;
+        else
+            refused++;
+    }
+    cr_expect_gt(accepted, 100, "certificate accepted %d wide elements", accepted);
+    cr_expect_gt(refused, 100, "certificate refused %d wide elements", refused);
+}
+
 Test(engine, exact_element_counts_that_are_not_multiples_of_the_block)
 {
     static const size_t counts[] = {1, 7, 8, 9, 63, 257, 1000};
@@ -296,13 +346,16 @@ Test(engine, exact_element_counts_that_are_not_multiples_of_the_block)
 Test(engine, exact_fast_and_general_paths_agree_and_both_run)
 {
     /* Blocks mixing fast and general elements: every fourth element is spread widely (binary16
-     * sums are always exact in binary64, so there an infinity sends it to the general path). */
+     * sums are always exact in binary64, so there an infinity sends it to the general path; a
+     * wide binary64 element is mostly certified (engine_inner.h (d)), so every eighth one holds
+     * an infinity too). */
     for (int t = 0; t < ALL_TYPES; t++) {
         struct rng r = {100 + (uint64_t)t};
         struct tcase c = case_new("mixed", (reprod_type)t, 8, 203);
         uint64_t terms[8];
         for (size_t i = 0; i < c.count; i++) {
-            generator *odd = t == REPROD_FLOAT16 ? gen_specials : gen_wide;
+            int special = t == REPROD_FLOAT16 || (t == REPROD_FLOAT64 && i % 8 == 0);
+            generator *odd = special ? gen_specials : gen_wide;
             (i % 4 == 0 ? odd : gen_similar)(&test_formats[t], &r, 8, terms);
             for (int k = 0; k < 8; k++)
                 c.terms[(size_t)k * c.count + i] = terms[k];
