@@ -14,6 +14,9 @@
 
 #define AVX512_FUNCTION __attribute__((target("avx512f")))
 #define FLOAT32_CHUNK   256 /* elements per inexact-flag window (see engine_avx2.c) */
+#define FLOAT64_DIRECT  16  /* up to this many contributions, no blocking (binary64) */
+#define FLOAT64_BLOCK   256 /* elements whose states stay in L1 (10 KiB) while ... */
+#define FLOAT64_GROUP   8   /* ... this many contributions at a time stream through them */
 
 int engine_cpu_has_avx512(void)
 {
@@ -179,86 +182,140 @@ AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d 
     return exact | (above & inside);
 }
 
-/* Exact binary64 sums, 16 elements per block (two vectors of 8): the TwoSum cascade, with the
- * span check on the doubled magnitude bits (unsigned 64-bit max/min), the certificate of
- * engine_inner.h (d) for lanes beyond the window, and a non-finite s + t for infinities, NaNs
- * and overflow. */
-AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
-                                                   const void *const *contributions, int count,
-                                                   size_t element_count, double *result,
-                                                   struct engine_accumulator *a, size_t *general)
+/* The binary64 kernel's running state of 8 elements: the TwoSum cascade (s, t), the sum a of
+ * |e_k| for the certificate of engine_inner.h (d), and the max and min of the doubled
+ * magnitude bits (minus one for the min: zeros never win it) for the span check. Both tests
+ * are needed: data with few bits beyond the type's often sum to exact ties, which only the
+ * window proves; wide spreads only the certificate. */
+struct float64_lanes {
+    __m512d s, t, a;
+    __m512i max, min;
+};
+
+AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
+{
+    x->s = _mm512_set1_pd(-0.0);
+    x->t = x->a = _mm512_setzero_pd();
+    x->max = _mm512_setzero_si512();
+    x->min = _mm512_set1_epi64(-1);
+}
+
+/* Add the 8 terms at p to the state. */
+AVX512_FUNCTION static inline void float64_add(struct float64_lanes *x, const double *p)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512d v = _mm512_loadu_pd(p);
+    __m512i b = _mm512_castpd_si512(v);
+    b = _mm512_add_epi64(b, b);
+    x->max = _mm512_max_epu64(x->max, b);
+    x->min = _mm512_min_epu64(x->min, _mm512_sub_epi64(b, one));
+    __m512d n = _mm512_add_pd(x->s, v), w = _mm512_sub_pd(n, x->s);
+    __m512d e = _mm512_add_pd(_mm512_sub_pd(x->s, _mm512_sub_pd(n, w)), _mm512_sub_pd(v, w));
+    x->t = _mm512_add_pd(x->t, e);
+    x->a = _mm512_add_pd(x->a, _mm512_abs_pd(e));
+    x->s = n;
+}
+
+/* Lanes of a finished state whose s + t is not the fast path's result: beyond the window and
+ * not certified, or a non-finite s + t (infinities, NaNs, overflow). */
+AVX512_FUNCTION static inline __mmask8 float64_refused(const struct float64_lanes *x, int count)
 {
     const __m512i one = _mm512_set1_epi64(1);
     const __m512i window = _mm512_set1_epi64(engine_fast_window(53, count));
     const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
     const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
-    const __m512d two_n = _mm512_set1_pd(2.0 * count);
+    __m512d sum = _mm512_add_pd(x->s, x->t);
+    /* Exponent fields from bits 53..63 of the doubled magnitudes; subnormals count as 1,
+     * all zeros give e_min = 2048 > e_max. */
+    __m512i e_max = _mm512_srli_epi64(x->max, 53);
+    __m512i e_min = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(x->min, one), 53), one);
+    __mmask8 wide = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max, e_min), window);
+    if (wide) wide &= ~float64_certified(x->s, x->t, x->a, _mm512_set1_pd(2.0 * count));
+    return wide | _mm512_cmpge_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum), magnitude),
+                                          infinity);
+}
+
+/* Write the results of the 16 elements at j from their finished states x[0], x[1]. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) void float64_finish(reprod_op op, reprod_rounding dir,
+                                                  const void *const *contributions, int count,
+                                                  size_t j, const struct float64_lanes *x,
+                                                  double *result, struct engine_accumulator *a,
+                                                  size_t *general)
+{
+    __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
+    uint32_t bad_mask = (uint32_t)float64_refused(&x[0], count) |
+                        ((uint32_t)float64_refused(&x[1], count) << 8);
+    __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
+        _mm512_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
+        _mm512_storeu_pd(result + j + 8, sum1);
+        return;
+    }
+    double s[16], t[16];
+    uint64_t max[16];
+    _mm512_storeu_pd(s, x[0].s);
+    _mm512_storeu_pd(s + 8, x[1].s);
+    _mm512_storeu_pd(t, x[0].t);
+    _mm512_storeu_pd(t + 8, x[1].t);
+    _mm512_storeu_si512(max, x[0].max);
+    _mm512_storeu_si512(max + 8, x[1].max);
+    uint64_t out[16];
+    for (int lane = 0; lane < 16; lane++)
+        out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
+                                        !((bad_mask >> lane) & 1), s[lane], t[lane],
+                                        max[lane] != 0, a, general);
+    memcpy(result + j, out, sizeof out);
+}
+
+/* Exact binary64 sums: the TwoSum cascade, with the span check on the doubled magnitude bits
+ * (unsigned 64-bit max/min), the certificate of engine_inner.h (d) for lanes beyond the
+ * window, and a non-finite s + t for infinities, NaNs and overflow. Up to FLOAT64_DIRECT
+ * contributions, 16 elements at a time run through every contribution; with more, the states
+ * of a block of FLOAT64_BLOCK elements stay in L1 while groups of FLOAT64_GROUP contributions
+ * stream through it (as the ordered fold does): few memory streams at a time. Each element
+ * adds its terms in the same order either way. */
+AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
+                                                   const void *const *contributions, int count,
+                                                   size_t element_count, double *result,
+                                                   struct engine_accumulator *a, size_t *general)
+{
     size_t j = 0;
-    for (; j + 16 <= element_count; j += 16) {
-        __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0;
-        __m512d t0 = _mm512_setzero_pd(), t1 = t0, a0 = t0, a1 = t0;
-        __m512i max0 = _mm512_setzero_si512(), max1 = max0;
-        __m512i min0 = _mm512_set1_epi64(-1), min1 = min0;
-        for (int k = 0; k < count; k++) {
-            const double *p = (const double *)contributions[k] + j;
-            __m512d x0 = _mm512_loadu_pd(p), x1 = _mm512_loadu_pd(p + 8);
-            __m512i b0 = _mm512_castpd_si512(x0), b1 = _mm512_castpd_si512(x1);
-            b0 = _mm512_add_epi64(b0, b0);
-            b1 = _mm512_add_epi64(b1, b1);
-            max0 = _mm512_max_epu64(max0, b0);
-            max1 = _mm512_max_epu64(max1, b1);
-            min0 = _mm512_min_epu64(min0, _mm512_sub_epi64(b0, one));
-            min1 = _mm512_min_epu64(min1, _mm512_sub_epi64(b1, one));
-            __m512d n0 = _mm512_add_pd(s0, x0), n1 = _mm512_add_pd(s1, x1);
-            __m512d v0 = _mm512_sub_pd(n0, s0), v1 = _mm512_sub_pd(n1, s1);
-            __m512d e0 =
-                _mm512_add_pd(_mm512_sub_pd(s0, _mm512_sub_pd(n0, v0)), _mm512_sub_pd(x0, v0));
-            __m512d e1 =
-                _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(n1, v1)), _mm512_sub_pd(x1, v1));
-            t0 = _mm512_add_pd(t0, e0);
-            t1 = _mm512_add_pd(t1, e1);
-            a0 = _mm512_add_pd(a0, _mm512_abs_pd(e0));
-            a1 = _mm512_add_pd(a1, _mm512_abs_pd(e1));
-            s0 = n0;
-            s1 = n1;
+    if (count <= FLOAT64_DIRECT) {
+        for (; j + 16 <= element_count; j += 16) {
+            struct float64_lanes x0, x1; /* not an array: they stay in registers */
+            float64_start(&x0);
+            float64_start(&x1);
+            for (int k = 0; k < count; k++) {
+                const double *p = (const double *)contributions[k] + j;
+                float64_add(&x0, p);
+                float64_add(&x1, p + 8);
+            }
+            const struct float64_lanes x[2] = {x0, x1};
+            float64_finish(op, dir, contributions, count, j, x, result, a, general);
         }
-        __m512d sum0 = _mm512_add_pd(s0, t0), sum1 = _mm512_add_pd(s1, t1);
-        /* Exponent fields from bits 53..63 of the doubled magnitudes; subnormals count as 1,
-         * all zeros give e_min = 2048 > e_max. */
-        __m512i e_max0 = _mm512_srli_epi64(max0, 53), e_max1 = _mm512_srli_epi64(max1, 53);
-        __m512i e_min0 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min0, one), 53), one);
-        __m512i e_min1 = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(min1, one), 53), one);
-        __mmask8 wide0 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max0, e_min0), window);
-        __mmask8 wide1 = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max1, e_min1), window);
-        if (wide0) wide0 &= ~float64_certified(s0, t0, a0, two_n);
-        if (wide1) wide1 &= ~float64_certified(s1, t1, a1, two_n);
-        __mmask8 bad0 = wide0 | _mm512_cmpge_epu64_mask(
-                                    _mm512_and_si512(_mm512_castpd_si512(sum0), magnitude), infinity);
-        __mmask8 bad1 = wide1 | _mm512_cmpge_epu64_mask(
-                                    _mm512_and_si512(_mm512_castpd_si512(sum1), magnitude), infinity);
-        __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
-        __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
-        uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8);
-        if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
-            _mm512_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
-            _mm512_storeu_pd(result + j + 8, sum1);
-            continue;
+        return j;
+    }
+    struct float64_lanes x[FLOAT64_BLOCK / 8];
+    while (j + 16 <= element_count) {
+        size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
+        length &= ~(size_t)15;
+        int vectors = (int)(length / 8);
+        for (int v = 0; v < vectors; v++)
+            float64_start(&x[v]);
+        for (int k = 0; k < count; k += FLOAT64_GROUP) {
+            int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+            for (int v = 0; v < vectors; v++) {
+                struct float64_lanes y = x[v];
+                for (int g = 0; g < group; g++)
+                    float64_add(&y, (const double *)contributions[k + g] + j + 8 * v);
+                x[v] = y;
+            }
         }
-        double s[16], t[16];
-        uint64_t max[16];
-        _mm512_storeu_pd(s, s0);
-        _mm512_storeu_pd(s + 8, s1);
-        _mm512_storeu_pd(t, t0);
-        _mm512_storeu_pd(t + 8, t1);
-        _mm512_storeu_si512(max, max0);
-        _mm512_storeu_si512(max + 8, max1);
-        uint64_t out[16];
-        for (int lane = 0; lane < 16; lane++) {
-            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
-                                            !((bad_mask >> lane) & 1), s[lane], t[lane],
-                                            max[lane] != 0, a, general);
-        }
-        memcpy(result + j, out, sizeof out);
+        for (int v = 0; v < vectors; v += 2)
+            float64_finish(op, dir, contributions, count, j + 8 * (size_t)v, &x[v], result, a,
+                           general);
+        j += length;
     }
     return j;
 }

@@ -333,6 +333,20 @@ Test(engine, exact_wide_spreads_near_rounding_boundaries_at_every_contribution_c
     cr_expect_gt(refused, 100, "certificate refused %d wide elements", refused);
 }
 
+Test(engine, exact_many_contributions_across_blocks_of_elements)
+{
+    /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
+     * while groups of 8 contributions stream through: counts that end mid-block and mid-group,
+     * with fast, certified and general elements mixed, in place too (check_exact). */
+    static const int ns[] = {17, 23, 40, 64};
+    static const size_t counts[] = {16, 255, 529};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            run_generated("blocks-mixed", REPROD_FLOAT64, ns[i], counts[c], gen_mixed, 18);
+            run_generated("blocks-wide", REPROD_FLOAT64, ns[i], counts[c], gen_wide_boundary, 19);
+        }
+}
+
 Test(engine, exact_element_counts_that_are_not_multiples_of_the_block)
 {
     static const size_t counts[] = {1, 7, 8, 9, 63, 257, 1000};
