@@ -434,6 +434,29 @@ static void gen_wide_boundary(const struct tfmt *f, struct rng *r, int n, uint64
     rng_shuffle(r, terms, n);
 }
 
+/* Cancellation to a rounding residue: n - 1 terms spread over +-60 binades and, last, minus
+ * their sum as the type rounds it (binary64: the plain recursive sum), so that the exact sum
+ * is far below the largest term: the binary64 certificate must refuse these beyond the window. */
+static void gen_cancel_residue(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    reprod_type t = (reprod_type)(f - test_formats);
+    int centre = rng_range(r, 70, tf_max_field(f) - 70 > 70 ? tf_max_field(f) - 70 : 70);
+    double sum = 0;
+    for (int k = 0; k < n - 1; k++) {
+        int field = rng_range(r, centre - 60, centre + 60);
+        if (field < 1) field = 1;
+        if (field > tf_max_field(f)) field = tf_max_field(f);
+        terms[k] = tf_make(f, (int)(rng_next(r) & 1), field, random_frac(f, r));
+        sum += tf_to_double(t, terms[k]);
+    }
+    mpfr_t value;
+    mpfr_init2(value, f->p);
+    int inex = mpfr_set_d(value, -sum, MPFR_RNDN);
+    terms[n - 1] = oracle_fit(t, value, inex, MPFR_RNDN);
+    if ((terms[n - 1] & (tf_sign(f) - 1)) >= tf_inf(f)) terms[n - 1] = 0;
+    mpfr_clear(value);
+}
+
 /* Elements right at the edge of the fast path's exponent window (engine_fast_window), built
  * to make the binary64 partial sums as long as possible: big terms of one sign first (the
  * running sum and the TwoSum errors grow), full significands, the smallest term last. For

@@ -333,6 +333,17 @@ Test(engine, exact_wide_spreads_near_rounding_boundaries_at_every_contribution_c
     cr_expect_gt(refused, 100, "certificate refused %d wide elements", refused);
 }
 
+Test(engine, exact_cancellation_residues_at_every_contribution_count)
+{
+    /* Sums that cancel far below their largest term (the general path for binary64 beyond the
+     * window, certificate refused), every N, all types. */
+    for (int t = 0; t < ALL_TYPES; t++)
+        for (int n = 2; n <= 64; n++)
+            run_generated("n-cancel-residue", (reprod_type)t, n, 17, gen_cancel_residue, 20);
+    run_generated("cancel-residue", REPROD_FLOAT64, 8, 300, gen_cancel_residue, 21);
+    run_generated("cancel-residue", REPROD_FLOAT64, 40, 300, gen_cancel_residue, 22);
+}
+
 Test(engine, exact_many_contributions_across_blocks_of_elements)
 {
     /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
