@@ -31,6 +31,9 @@ int engine_cpu_has_avx2(void)
 /* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the
  * second pass. */
 #define FLOAT32_CHUNK 256
+#define FLOAT64_DIRECT 16  /* up to this many contributions, no blocking (binary64) */
+#define FLOAT64_BLOCK  256 /* elements whose states stay in L1 (10 KiB) while ... */
+#define FLOAT64_GROUP  8   /* ... this many contributions at a time stream through them */
 
 /* Clear the inexact flag (we run in the default environment, MXCSR = 0x1f80). The memory
  * clobber keeps the loads of the inputs, hence the additions, after it. */
@@ -208,93 +211,135 @@ AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, 
     return _mm256_or_pd(exact, _mm256_and_pd(above, inside));
 }
 
-/* Exact binary64 sums, 8 elements per block (two vectors of 4, interleaved for latency). The
- * span check runs in the floating-point domain: the max of |x|, and the min of the bit
- * pattern of |x| minus one, which for a zero is a NaN that vminpd ignores (it returns its
- * second operand when the first is a NaN). Infinities, NaNs and overflow show as a
- * non-finite s + t. */
-AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
-                                               const void *const *contributions, int count,
-                                               size_t element_count, double *result,
-                                               struct engine_accumulator *a, size_t *general)
+/* The binary64 kernel's running state of 4 elements: the TwoSum cascade (s, t), the sum a of
+ * |e_k| for the certificate of engine_inner.h (d), and for the span check the max of |x| and
+ * the min of the bit pattern of |x| minus one, in the floating-point domain: for a zero that
+ * is a NaN, which vminpd ignores (it returns its second operand when the first is a NaN). */
+struct float64_quad {
+    __m256d s, t, a, max, min;
+};
+
+AVX2_FUNCTION static inline void float64_start(struct float64_quad *x)
+{
+    x->s = _mm256_set1_pd(-0.0);
+    x->t = x->a = x->max = _mm256_setzero_pd();
+    x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll)); /* infinity */
+}
+
+/* Add the 4 terms at p to the state. */
+AVX2_FUNCTION static inline void float64_add(struct float64_quad *x, const double *p)
+{
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m256i one = _mm256_set1_epi64x(1);
+    __m256d v = _mm256_loadu_pd(p);
+    __m256d m = _mm256_and_pd(v, magnitude_mask);
+    x->max = _mm256_max_pd(m, x->max);
+    m = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m), one));
+    x->min = _mm256_min_pd(m, x->min);
+    __m256d n = _mm256_add_pd(x->s, v), w = _mm256_sub_pd(n, x->s);
+    __m256d e = _mm256_add_pd(_mm256_sub_pd(x->s, _mm256_sub_pd(n, w)), _mm256_sub_pd(v, w));
+    x->t = _mm256_add_pd(x->t, e);
+    x->a = _mm256_add_pd(x->a, _mm256_and_pd(e, magnitude_mask));
+    x->s = n;
+}
+
+/* Bit l set: lane l of a finished state is not the fast path's result (beyond the window and
+ * not certified, or a non-finite s + t: infinities, NaNs, overflow). */
+AVX2_FUNCTION static inline int float64_refused(const struct float64_quad *x, int count)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
     const __m256i one = _mm256_set1_epi64x(1);
     const __m256i window = _mm256_set1_epi64x(engine_fast_window(53, count));
-    const __m256d two_n = _mm256_set1_pd(2.0 * count);
+    __m256d sum = _mm256_add_pd(x->s, x->t);
+    __m256i e_max = _mm256_srli_epi64(_mm256_castpd_si256(x->max), 52);
+    __m256i e_min = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(x->min), one), 52);
+    __m256i subnormal = _mm256_cmpeq_epi64(e_min, _mm256_setzero_si256());
+    e_min = _mm256_sub_epi64(e_min, subnormal); /* field 0 counts as 1 */
+    __m256d wide = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max, e_min), window));
+    if (_mm256_movemask_pd(wide))
+        wide = _mm256_andnot_pd(
+            float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count)), wide);
+    __m256d finite = _mm256_cmp_pd(_mm256_and_pd(sum, magnitude_mask), infinity, _CMP_LT_OQ);
+    return (~_mm256_movemask_pd(finite) & 0xf) | _mm256_movemask_pd(wide);
+}
+
+/* Write the results of the 8 elements at j from their finished states x[0], x[1]. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_finish(
+    reprod_op op, reprod_rounding dir, const void *const *contributions, int count, size_t j,
+    const struct float64_quad *x, double *result, struct engine_accumulator *a, size_t *general)
+{
+    __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
+    int bad_mask = float64_refused(&x[0], count) | (float64_refused(&x[1], count) << 4);
+    int zero_mask =
+        _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
+        (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
+        _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
+        _mm256_storeu_pd(result + j + 4, sum1);
+        return;
+    }
+    double s[8], t[8], max[8];
+    _mm256_storeu_pd(s, x[0].s);
+    _mm256_storeu_pd(s + 4, x[1].s);
+    _mm256_storeu_pd(t, x[0].t);
+    _mm256_storeu_pd(t + 4, x[1].t);
+    _mm256_storeu_pd(max, x[0].max);
+    _mm256_storeu_pd(max + 4, x[1].max);
+    uint64_t out[8];
+    for (int lane = 0; lane < 8; lane++)
+        out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
+                                        !((bad_mask >> lane) & 1), s[lane], t[lane],
+                                        max[lane] != 0, a, general);
+    memcpy(result + j, out, sizeof out);
+}
+
+/* Exact binary64 sums, 8 elements at a time (two vectors of 4, interleaved for latency): the
+ * TwoSum cascade, the span check, the certificate of engine_inner.h (d) beyond the window.
+ * Above FLOAT64_DIRECT contributions the states of FLOAT64_BLOCK elements stay in L1 while
+ * FLOAT64_GROUP contributions at a time stream through them (as in engine_avx512.c); each
+ * element adds its terms in the same order either way. */
+AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t element_count, double *result,
+                                               struct engine_accumulator *a, size_t *general)
+{
     size_t j = 0;
-    for (; j + 8 <= element_count; j += 8) {
-        __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0;
-        __m256d t0 = _mm256_setzero_pd(), t1 = t0, max0 = t0, max1 = t0, a0 = t0, a1 = t0;
-        __m256d min0 = infinity, min1 = infinity;
-        for (int k = 0; k < count; k++) {
-            const double *p = (const double *)contributions[k] + j;
-            __m256d x0 = _mm256_loadu_pd(p), x1 = _mm256_loadu_pd(p + 4);
-            __m256d m0 = _mm256_and_pd(x0, magnitude_mask);
-            __m256d m1 = _mm256_and_pd(x1, magnitude_mask);
-            max0 = _mm256_max_pd(m0, max0);
-            max1 = _mm256_max_pd(m1, max1);
-            m0 = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m0), one));
-            m1 = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m1), one));
-            min0 = _mm256_min_pd(m0, min0);
-            min1 = _mm256_min_pd(m1, min1);
-            __m256d n0 = _mm256_add_pd(s0, x0), n1 = _mm256_add_pd(s1, x1);
-            __m256d v0 = _mm256_sub_pd(n0, s0), v1 = _mm256_sub_pd(n1, s1);
-            __m256d e0 =
-                _mm256_add_pd(_mm256_sub_pd(s0, _mm256_sub_pd(n0, v0)), _mm256_sub_pd(x0, v0));
-            __m256d e1 =
-                _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(n1, v1)), _mm256_sub_pd(x1, v1));
-            t0 = _mm256_add_pd(t0, e0);
-            t1 = _mm256_add_pd(t1, e1);
-            a0 = _mm256_add_pd(a0, _mm256_and_pd(e0, magnitude_mask));
-            a1 = _mm256_add_pd(a1, _mm256_and_pd(e1, magnitude_mask));
-            s0 = n0;
-            s1 = n1;
+    if (count <= FLOAT64_DIRECT) {
+        for (; j + 8 <= element_count; j += 8) {
+            struct float64_quad x0, x1; /* not an array: they stay in registers */
+            float64_start(&x0);
+            float64_start(&x1);
+            for (int k = 0; k < count; k++) {
+                const double *p = (const double *)contributions[k] + j;
+                float64_add(&x0, p);
+                float64_add(&x1, p + 4);
+            }
+            const struct float64_quad x[2] = {x0, x1};
+            float64_finish(op, dir, contributions, count, j, x, result, a, general);
         }
-        __m256d sum0 = _mm256_add_pd(s0, t0), sum1 = _mm256_add_pd(s1, t1);
-        __m256i e_max0 = _mm256_srli_epi64(_mm256_castpd_si256(max0), 52);
-        __m256i e_max1 = _mm256_srli_epi64(_mm256_castpd_si256(max1), 52);
-        __m256i e_min0 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(min0), one), 52);
-        __m256i e_min1 = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(min1), one), 52);
-        __m256i subnormal0 = _mm256_cmpeq_epi64(e_min0, _mm256_setzero_si256());
-        __m256i subnormal1 = _mm256_cmpeq_epi64(e_min1, _mm256_setzero_si256());
-        e_min0 = _mm256_sub_epi64(e_min0, subnormal0); /* field 0 counts as 1 */
-        e_min1 = _mm256_sub_epi64(e_min1, subnormal1);
-        __m256d wide0 =
-            _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max0, e_min0), window));
-        __m256d wide1 =
-            _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max1, e_min1), window));
-        if (_mm256_movemask_pd(wide0))
-            wide0 = _mm256_andnot_pd(float64_certified(s0, t0, a0, two_n), wide0);
-        if (_mm256_movemask_pd(wide1))
-            wide1 = _mm256_andnot_pd(float64_certified(s1, t1, a1, two_n), wide1);
-        __m256d finite0 = _mm256_cmp_pd(_mm256_and_pd(sum0, magnitude_mask), infinity, _CMP_LT_OQ);
-        __m256d finite1 = _mm256_cmp_pd(_mm256_and_pd(sum1, magnitude_mask), infinity, _CMP_LT_OQ);
-        int bad_mask = (~_mm256_movemask_pd(finite0) & 0xf) | _mm256_movemask_pd(wide0) |
-                       (((~_mm256_movemask_pd(finite1) & 0xf) | _mm256_movemask_pd(wide1)) << 4);
-        int zero_mask =
-            _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
-            (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
-        if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
-            _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
-            _mm256_storeu_pd(result + j + 4, sum1);
-            continue;
+        return j;
+    }
+    struct float64_quad x[FLOAT64_BLOCK / 4];
+    while (j + 8 <= element_count) {
+        size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
+        length &= ~(size_t)7;
+        int vectors = (int)(length / 4);
+        for (int v = 0; v < vectors; v++)
+            float64_start(&x[v]);
+        for (int k = 0; k < count; k += FLOAT64_GROUP) {
+            int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+            for (int v = 0; v < vectors; v++) {
+                struct float64_quad y = x[v];
+                for (int g = 0; g < group; g++)
+                    float64_add(&y, (const double *)contributions[k + g] + j + 4 * v);
+                x[v] = y;
+            }
         }
-        double s[8], t[8], max[8];
-        _mm256_storeu_pd(s, s0);
-        _mm256_storeu_pd(s + 4, s1);
-        _mm256_storeu_pd(t, t0);
-        _mm256_storeu_pd(t + 4, t1);
-        _mm256_storeu_pd(max, max0);
-        _mm256_storeu_pd(max + 4, max1);
-        uint64_t out[8];
-        for (int lane = 0; lane < 8; lane++) {
-            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
-                                            !((bad_mask >> lane) & 1), s[lane], t[lane],
-                                            max[lane] != 0, a, general);
-        }
-        memcpy(result + j, out, sizeof out);
+        for (int v = 0; v < vectors; v += 2)
+            float64_finish(op, dir, contributions, count, j + 4 * (size_t)v, &x[v], result, a,
+                           general);
+        j += length;
     }
     return j;
 }
