@@ -7,6 +7,7 @@
  *   nonblocking  a communicator with config.blocking = 0, polled with ncclCommGetAsyncError
  *   graph     a call captured into a CUDA graph, replayed on new inputs
  *   large     a count past the scratch bound (the script sets REPROD_SCRATCH_MB=1)
+ *   initall   one thread driving three ranks of one process (ncclCommInitAll) in a group
  *   bad       erroneous calls: prints the error codes (compared with the native run's)
  * Usage: features SCENARIO... (all when none is named). Rank 0 prints "ok: <scenario>".
  */
@@ -273,6 +274,43 @@ static void scenario_large(ncclComm_t comm, cudaStream_t stream)
     cudaFree(x), cudaFree(rs);
 }
 
+/* One thread drives three ranks of one process (ncclCommInitAll, a device each): the calls on
+ * the three communicators are grouped, as NCCL requires, and the shim's work on each must run
+ * in lockstep with the others'. Rank 0 of the MPI job only. */
+static void scenario_initall(void)
+{
+    enum { DEVICES = 3 };
+    if (rank != 0) return;
+    ncclComm_t comms[DEVICES];
+    cudaStream_t streams[DEVICES];
+    float *buffers[DEVICES];
+    size_t n = 100000; /* past the small path: exchange, reduce, share */
+    int members[DEVICES] = {0, 1, 2};
+    CHECK_NCCL(ncclCommInitAll(comms, DEVICES, NULL));
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_CUDA(cudaStreamCreate(&streams[d]));
+        buffers[d] = device_contribution(70, d, n);
+    }
+    CHECK_NCCL(ncclGroupStart());
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_NCCL(ncclAllReduce(buffers[d], buffers[d], n, ncclFloat32, ncclSum, comms[d],
+                                 streams[d]));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        float *h = to_host(buffers[d], n, streams[d]);
+        check_sum("initall", h, n, 70, members, DEVICES, 1.0f, 1, 7);
+        free(h);
+        cudaFree(buffers[d]);
+        cudaStreamDestroy(streams[d]);
+        CHECK_NCCL(ncclCommDestroy(comms[d]));
+    }
+    CHECK_CUDA(cudaSetDevice(0));
+}
+
 /* The codes of erroneous calls, one line (compared with the native run's by the script). */
 static void scenario_bad(ncclComm_t comm, cudaStream_t stream)
 {
@@ -306,7 +344,8 @@ int main(int argc, char **argv)
     ncclComm_t comm = world_comm(id);
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreate(&stream));
-    const char *all[] = {"group", "threads", "split", "nonblocking", "graph", "large", "bad"};
+    const char *all[] = {"group",  "threads", "split",  "nonblocking",
+                         "graph",  "large",   "initall", "bad"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
     int count = argc > 1 ? argc - 1 : (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < count; i++) {
@@ -317,6 +356,7 @@ int main(int argc, char **argv)
         else if (strcmp(names[i], "nonblocking") == 0) scenario_nonblocking(stream);
         else if (strcmp(names[i], "graph") == 0) scenario_graph(comm, stream);
         else if (strcmp(names[i], "large") == 0) scenario_large(comm, stream);
+        else if (strcmp(names[i], "initall") == 0) scenario_initall();
         else if (strcmp(names[i], "bad") == 0) scenario_bad(comm, stream);
         else {
             fprintf(stderr, "features: unknown scenario %s\n", names[i]);
