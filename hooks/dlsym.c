@@ -30,6 +30,14 @@ void ncclCommSplit(void);
 void ncclCommDestroy(void);
 void ncclCommAbort(void);
 void ncclCommFinalize(void);
+void ncclAllGather(void);
+void ncclBroadcast(void);
+void ncclBcast(void);
+void ncclSend(void);
+void ncclRecv(void);
+void ncclGather(void);
+void ncclScatter(void);
+void ncclAlltoAll(void);
 
 #define HOOKED(name) {#name, (void *)name}
 
@@ -45,7 +53,11 @@ static const struct {
     HOOKED(ncclCommInitRankConfig), HOOKED(ncclCommInitAll),
     HOOKED(ncclCommInitRankScalable), HOOKED(ncclCommSplit),
     HOOKED(ncclCommDestroy),      HOOKED(ncclCommAbort),
-    HOOKED(ncclCommFinalize),
+    HOOKED(ncclCommFinalize),     HOOKED(ncclAllGather),
+    HOOKED(ncclBroadcast),        HOOKED(ncclBcast),
+    HOOKED(ncclSend),             HOOKED(ncclRecv),
+    HOOKED(ncclGather),           HOOKED(ncclScatter),
+    HOOKED(ncclAlltoAll),
 };
 
 void *dlsym(void *handle, const char *name);

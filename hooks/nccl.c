@@ -41,22 +41,8 @@ static int classify_op(ncclRedOp_t op, ncclComm_t comm, ncclDataType_t datatype,
     return 0;
 }
 
-/* A call's arguments, as the decision reads them. */
-struct call {
-    const char *api;
-    enum nccl_collective collective;
-    const void *send;
-    void *recv;
-    size_t count;
-    ncclDataType_t datatype;
-    ncclRedOp_t op;
-    int root;
-    ncclComm_t comm;
-    cudaStream_t stream;
-};
-
 /* Decide; on REPROD_ACTION_PASS *reason says why, else *work is ready to submit. */
-static enum reprod_action decide(const struct call *c, struct nccl_work *work,
+static enum reprod_action decide(const struct nccl_call *c, struct nccl_work *work,
                                  enum reprod_reason *reason, struct nccl_comm_info *info)
 {
     enum reprod_op_class op_class;
@@ -106,17 +92,15 @@ static enum reprod_action decide(const struct call *c, struct nccl_work *work,
 }
 
 /* What the call reads on this rank, for the trace: its contribution. */
-static size_t input_bytes(const struct call *c, int ranks)
+static size_t input_bytes(const struct nccl_call *c, int ranks)
 {
     size_t elements = c->collective == NCCL_REDUCE_SCATTER ? c->count * (size_t)ranks : c->count;
     return elements * nccl_type_bytes(c->datatype);
 }
 
 /* Hand the call to the real library; count, log and trace it. */
-static ncclResult_t pass(const struct call *c, enum reprod_reason reason,
-                         struct nccl_comm_info *info)
+static ncclResult_t pass(const struct nccl_call *c, enum reprod_reason reason)
 {
-    const struct nccl_real *real = nccl_real();
     const char *detail = NULL;
     if (reason == REPROD_PASS_UNSUPPORTED)
         detail = c->datatype == ncclFloat8e4m3 || c->datatype == ncclFloat8e5m2
@@ -126,43 +110,24 @@ static ncclResult_t pass(const struct call *c, enum reprod_reason reason,
         reprod_log(REPROD_LOG_ERROR, "error: REPROD_STRICT=1 stops the job at %s", c->api);
         _exit(2);
     }
-    ncclResult_t rc;
-    switch (c->collective) {
-    case NCCL_ALL_REDUCE:
-        if (!real->AllReduce) return ncclSystemError;
-        rc = real->AllReduce(c->send, c->recv, c->count, c->datatype, c->op, c->comm, c->stream);
-        break;
-    case NCCL_REDUCE_SCATTER:
-        if (!real->ReduceScatter) return ncclSystemError;
-        rc = real->ReduceScatter(c->send, c->recv, c->count, c->datatype, c->op, c->comm,
-                                 c->stream);
-        break;
-    default:
-        if (!real->Reduce) return ncclSystemError;
-        rc = real->Reduce(c->send, c->recv, c->count, c->datatype, c->op, c->root, c->comm,
-                          c->stream);
-        break;
-    }
-    if (reprod_trace_enabled() && (rc == ncclSuccess || rc == ncclInProgress) &&
-        (info->ranks > 0 || nccl_comm_lookup(c->comm, info) == 0)) {
-        int ranks = info->ranks;
-        int receives = c->collective != NCCL_REDUCE || c->root == info->rank;
-        size_t out = c->count * nccl_type_bytes(c->datatype);
-        nccl_trace_pass(c->api, reprod_reason_name(reason), c->datatype,
-                        c->collective == NCCL_REDUCE_SCATTER ? c->count * (size_t)ranks : c->count,
-                        ranks, receives ? c->recv : NULL, receives ? out : 0, c->stream);
-    }
+    const char *trace_reason = reprod_trace_enabled() ? reprod_reason_name(reason) : NULL;
+    /* A custom op may be destroyed as soon as the call returns: such a call is never deferred. */
+    if (nccl_group_defers() && c->op < ncclNumOps &&
+        nccl_group_defer(c, trace_reason) == ncclSuccess)
+        return ncclSuccess;
+    ncclResult_t rc = nccl_call_issue(c);
+    if (trace_reason && (rc == ncclSuccess || rc == ncclInProgress)) nccl_trace_call(c, trace_reason);
     return rc;
 }
 
-static ncclResult_t reduction(const struct call *c)
+static ncclResult_t reduction(const struct nccl_call *c)
 {
     struct nccl_work work;
     struct nccl_comm_info info = {0};
     enum reprod_reason reason = REPROD_PASS_UNSUPPORTED;
     if (reprod_guard_active() || decide(c, &work, &reason, &info) == REPROD_ACTION_PASS) {
         if (reprod_guard_active()) reason = REPROD_PASS_MODE_OFF;
-        return pass(c, reason, &info);
+        return pass(c, reason);
     }
     work.started_ns = reprod_stats_clock_ns();
     if (reprod_trace_enabled() &&
@@ -189,7 +154,7 @@ REPROD_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, s
                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          cudaStream_t stream)
 {
-    struct call c = {"ncclAllReduce", NCCL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op,
+    struct nccl_call c = {"ncclAllReduce", NCCL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op,
                      -1, comm, stream};
     return reduction(&c);
 }
@@ -198,7 +163,7 @@ REPROD_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuf
                                              size_t recvcount, ncclDataType_t datatype,
                                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    struct call c = {"ncclReduceScatter", NCCL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount,
+    struct nccl_call c = {"ncclReduceScatter", NCCL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount,
                      datatype, op, -1, comm, stream};
     return reduction(&c);
 }
@@ -207,7 +172,7 @@ REPROD_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t datatype, ncclRedOp_t op, int root,
                                       ncclComm_t comm, cudaStream_t stream)
 {
-    struct call c = {"ncclReduce", NCCL_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
+    struct nccl_call c = {"ncclReduce", NCCL_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
                      comm, stream};
     return reduction(&c);
 }

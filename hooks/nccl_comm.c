@@ -44,6 +44,9 @@ static void resolve_real(void)
     RESOLVE(Reduce);
     RESOLVE(AllGather);
     RESOLVE(Broadcast);
+    RESOLVE(Gather);
+    RESOLVE(Scatter);
+    RESOLVE(AlltoAll);
     RESOLVE(Send);
     RESOLVE(Recv);
     RESOLVE(GroupStart);

@@ -3,9 +3,14 @@
  * Group depth is per thread, as in NCCL. A deterministic call made inside a group is copied
  * into this thread's list and runs at the outermost ncclGroupEnd, after the real group (the
  * application's other grouped calls, passed through, inside it) has been launched: on every
- * rank in the same order, since every rank takes the same decisions. The listed calls run in
- * lockstep rounds, one real group per round, so that a thread driving several GPUs' ranks
- * (one communicator each) never waits on a rank it has not launched yet.
+ * rank in the same order, since every rank takes the same decisions. Once a group holds a
+ * deferred call, the group's later calls (passed-through reductions, AllGather, Broadcast,
+ * Send, Recv, ...) are deferred too, so that each communicator sees the group's calls in the
+ * order they were made. The listed calls run in rounds, one real group per round: in each, the
+ * earliest unfinished call of each communicator takes its next step (so a communicator's calls
+ * run as they would ungrouped, whatever another rank grouped), and the communicators go in
+ * lockstep, so that a thread driving several GPUs' ranks never waits on a rank it has not
+ * launched yet.
  */
 #include "nccl_internal.h"
 
@@ -56,11 +61,21 @@ static ncclResult_t settle(struct nccl_work *works, ncclResult_t rc)
     if (rc != ncclInProgress) return rc;
     ncclResult_t worst = ncclSuccess;
     for (struct nccl_work *w = works; w; w = w->next) {
-        if (w->done || w->info.blocking) continue;
+        if (w->done) continue; /* a blocking communicator answers at once */
         ncclResult_t state = nccl_wait_comm(w->comm);
         if (state != ncclSuccess) worst = state;
     }
     return worst;
+}
+
+static _Thread_local int running_works; /* inside run_works: traces wait for the end */
+
+/* 1 when `w` is the earliest unfinished work of its communicator in the list. */
+static int has_turn(const struct nccl_work *works, const struct nccl_work *w)
+{
+    for (const struct nccl_work *v = works; v != w; v = v->next)
+        if (!v->done && v->comm == w->comm) return 0;
+    return 1;
 }
 
 /* Run every work of the list to the end; the first error, or ncclSuccess. */
@@ -68,29 +83,44 @@ static ncclResult_t run_works(struct nccl_work *works)
 {
     const struct nccl_real *real = nccl_real();
     ncclResult_t first_error = ncclSuccess;
+    running_works = 1;
     for (struct nccl_work *w = works; w; w = w->next) {
-        ncclResult_t rc = nccl_work_start(w);
-        if (rc != ncclSuccess) w->done = 1, w->result = rc;
+        ncclResult_t rc = w->passthrough ? ncclSuccess : nccl_work_start(w);
+        if (rc != ncclSuccess) {
+            w->done = 1, w->result = rc;
+            reprod_log(REPROD_LOG_ERROR,
+                       "error: %s could not start on this rank; its communicator is aborted so "
+                       "that the other ranks do not wait for it for ever",
+                       w->api);
+            if (real->CommAbort) real->CommAbort(w->comm);
+            nccl_comm_forget(w->comm);
+        }
     }
     for (;;) {
         int active = 0;
         for (struct nccl_work *w = works; w; w = w->next)
-            active += !w->done;
+            w->turn = !w->done && has_turn(works, w), active += w->turn;
         if (!active) break;
         ncclResult_t rc = real->GroupStart();
         for (struct nccl_work *w = works; w; w = w->next) {
-            if (w->done) continue;
-            ncclResult_t call = nccl_work_communicate(w);
+            if (!w->turn) continue;
+            ncclResult_t call = w->passthrough ? nccl_call_issue(&w->call) : nccl_work_communicate(w);
             if (call != ncclSuccess && call != ncclInProgress && w->result == ncclSuccess)
                 w->result = call;
         }
         if (rc == ncclSuccess) rc = settle(works, real->GroupEnd());
         for (struct nccl_work *w = works; w; w = w->next) {
-            if (w->done) continue;
+            if (!w->turn) continue;
             if (rc != ncclSuccess && w->result == ncclSuccess) w->result = rc;
-            nccl_work_advance(w);
+            if (!w->passthrough) {
+                nccl_work_advance(w);
+                continue;
+            }
+            w->done = 1;
+            if (w->trace_reason && w->result == ncclSuccess) nccl_trace_call(&w->call, w->trace_reason);
         }
     }
+    running_works = 0;
     for (struct nccl_work *w = works; w; w = w->next)
         if (w->result != ncclSuccess && first_error == ncclSuccess) first_error = w->result;
     return first_error;
@@ -120,38 +150,66 @@ static void trace_passes(void)
     }
 }
 
-void nccl_trace_pass(const char *api, const char *reason, ncclDataType_t datatype, size_t count,
-                     int ranks, const void *output, size_t output_bytes, cudaStream_t stream)
+void nccl_trace_call(const struct nccl_call *c, const char *reason)
 {
+    struct nccl_comm_info info;
+    if (nccl_comm_lookup(c->comm, &info) != 0) return;
     struct traced_pass *p = calloc(1, sizeof *p);
     if (!p) return;
-    *p = (struct traced_pass){api, reason, datatype, count, ranks, output, output_bytes, stream,
-                              NULL};
+    int receives = c->collective != NCCL_REDUCE || c->root == info.rank;
+    p->api = c->api, p->reason = reason, p->datatype = c->datatype;
+    p->count = c->collective == NCCL_REDUCE_SCATTER ? c->count * (size_t)info.ranks : c->count;
+    p->ranks = info.ranks;
+    p->output = receives ? c->recv : NULL;
+    p->output_bytes = receives ? c->count * nccl_type_bytes(c->datatype) : 0;
+    p->stream = c->stream;
     if (passes_tail)
         passes_tail->next = p;
     else
         passes_head = p;
     passes_tail = p;
-    if (!group_depth) trace_passes();
+    if (!group_depth && !running_works) trace_passes();
 }
 
-ncclResult_t nccl_group_submit(const struct nccl_work *work)
+int nccl_group_defers(void)
+{
+    return group_depth > 0 && deferred_head != NULL && !reprod_guard_active();
+}
+
+/* Append a copy of `work` to this thread's deferred list. */
+static ncclResult_t defer_work(const struct nccl_work *work)
 {
     struct nccl_work *copy = malloc(sizeof *copy);
     if (!copy) return ncclSystemError;
     *copy = *work;
     copy->next = NULL;
-    if (group_depth > 0) {
-        if (deferred_tail)
-            deferred_tail->next = copy;
-        else
-            deferred_head = copy;
-        deferred_tail = copy;
-        return ncclSuccess;
-    }
-    ncclResult_t rc = run_works(copy);
-    free(copy);
-    return rc;
+    if (deferred_tail)
+        deferred_tail->next = copy;
+    else
+        deferred_head = copy;
+    deferred_tail = copy;
+    return ncclSuccess;
+}
+
+ncclResult_t nccl_group_defer(const struct nccl_call *call, const char *trace_reason)
+{
+    struct nccl_work work;
+    memset(&work, 0, sizeof work);
+    work.passthrough = 1;
+    work.call = *call;
+    work.trace_reason = trace_reason;
+    work.api = call->api;
+    work.comm = call->comm;
+    work.stream = call->stream;
+    return defer_work(&work);
+}
+
+ncclResult_t nccl_group_submit(const struct nccl_work *work)
+{
+    if (group_depth > 0) return defer_work(work);
+    struct nccl_work copy = *work;
+    copy.next = NULL;
+    return run_works(&copy);
 }
 
 ncclResult_t ncclGroupStart(void);
@@ -179,7 +237,8 @@ REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
     struct nccl_work *works = deferred_head;
     deferred_head = deferred_tail = NULL;
     if (works) {
-        settle(works, rc);
+        ncclResult_t settled = settle(works, rc); /* an asynchronous error of the group's own */
+        if (rc == ncclInProgress && settled != ncclSuccess) rc = settled;
         ncclResult_t ours = run_works(works);
         if (rc == ncclSuccess || rc == ncclInProgress) rc = ours == ncclSuccess ? rc : ours;
         while (works) {

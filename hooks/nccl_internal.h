@@ -51,10 +51,39 @@ enum nccl_collective {
     NCCL_ALL_REDUCE = 0,
     NCCL_REDUCE_SCATTER,
     NCCL_REDUCE,
+    /* Calls the shim never changes, deferred only to keep a group's order (nccl_calls.c). */
+    NCCL_ALL_GATHER,
+    NCCL_BROADCAST,
+    NCCL_SEND,
+    NCCL_RECV,
+    NCCL_GATHER,
+    NCCL_SCATTER,
+    NCCL_ALL_TO_ALL,
 };
+
+/* One call's arguments as the application made it. */
+struct nccl_call {
+    const char *api;
+    enum nccl_collective collective;
+    const void *send;
+    void *recv;
+    size_t count;
+    ncclDataType_t datatype;
+    ncclRedOp_t op; /* the reductions */
+    int root;       /* Reduce, Broadcast, Gather, Scatter: the root; Send, Recv: the peer */
+    ncclComm_t comm;
+    cudaStream_t stream;
+};
+
+/* Hand `call` to the real library as it was made. */
+ncclResult_t nccl_call_issue(const struct nccl_call *call);
 
 /* A call the shim makes deterministic: everything it needs, taken when it is made. */
 struct nccl_work {
+    int passthrough;       /* 1: `call` goes to the library unchanged, in its turn */
+    int turn;              /* takes a step in the current round */
+    struct nccl_call call; /* passthrough: the call; traced when trace_reason is set */
+    const char *trace_reason;
     enum nccl_collective collective;
     const char *api;
     const void *send;
@@ -103,9 +132,19 @@ ncclResult_t nccl_group_submit(const struct nccl_work *work);
 /* 1 when this thread is inside ncclGroupStart .. ncclGroupEnd. */
 int nccl_group_open(void);
 
-/* Trace a call passed through: its output is hashed after the outermost group end. */
-void nccl_trace_pass(const char *api, const char *reason, ncclDataType_t datatype, size_t count,
-                     int ranks, const void *output, size_t output_bytes, cudaStream_t stream);
+/* 1 when this thread's open group holds deferred reductions: a later call of the group must
+ * be deferred too (nccl_group_defer), so that each communicator sees the group's calls in the
+ * order they were made. */
+int nccl_group_defers(void);
+
+/* Defer `call`, unchanged, to its turn at the outermost ncclGroupEnd (traced then, with
+ * `trace_reason`, when that is not NULL). Returns ncclSuccess, or ncclSystemError when out of
+ * memory (then the call was issued at once). */
+ncclResult_t nccl_group_defer(const struct nccl_call *call, const char *trace_reason);
+
+/* Trace a reduction passed through (REPROD_TRACE): its output is hashed after the outermost
+ * group end, or at once outside a group. */
+void nccl_trace_call(const struct nccl_call *call, const char *reason);
 
 /* Wait until a nonblocking communicator has finished what was issued on it; the result. */
 ncclResult_t nccl_wait_comm(ncclComm_t comm);

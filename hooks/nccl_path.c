@@ -39,13 +39,21 @@ static size_t block_elements(const struct nccl_work *w, size_t piece)
     return (piece + (size_t)w->info.ranks - 1) / (size_t)w->info.ranks;
 }
 
+/* Elements of this rank's own input in one piece: ReduceScatter reads a block per rank. */
+static size_t own_elements(const struct nccl_work *w, size_t piece)
+{
+    return w->collective == NCCL_REDUCE_SCATTER ? piece * (size_t)w->info.ranks : piece;
+}
+
 /* Scratch bytes for pieces of `piece` elements: the blocks, Reduce's reduced chunk off the
- * root, and the device reduction's own work area. */
+ * root, PreMulSum's scaled copy of this rank's input, and the device reduction's work area. */
 static size_t scratch_bytes_for(struct nccl_work *w, size_t piece)
 {
     size_t block = block_elements(w, piece) * w->element_bytes;
     size_t bytes = align_up((size_t)w->info.ranks * block);
     if (w->collective == NCCL_REDUCE && !w->small) bytes += align_up(block);
+    if (w->arithmetic.premul != REPROD_PREMUL_NONE)
+        bytes += align_up(own_elements(w, piece) * w->element_bytes);
     w->arithmetic.count = w->info.ranks;
     w->arithmetic.elements = block_elements(w, piece);
     w->arithmetic.work = NULL;
@@ -67,6 +75,7 @@ static int choose_pieces(struct nccl_work *w)
     }
     w->small = 0;
     size_t piece = w->collective == NCCL_REDUCE_SCATTER ? bound / (ranks * s) : bound / s;
+    if (w->arithmetic.premul != REPROD_PREMUL_NONE) piece /= 2; /* room for the scaled copy */
     if (piece > w->count) piece = w->count;
     while (piece > ranks && scratch_bytes_for(w, piece) > bound)
         piece -= piece / 8 > ranks ? piece / 8 : ranks;
@@ -114,6 +123,49 @@ static void *reduced_chunk(const struct nccl_work *w, size_t piece)
     return (char *)w->scratch + align_up((size_t)w->info.ranks * block);
 }
 
+/* PreMulSum's scaled copy of this rank's input for the current piece: after the blocks (and
+ * Reduce's reduced chunk). */
+static char *scaled_area(const struct nccl_work *w, size_t piece)
+{
+    size_t block = block_elements(w, piece) * w->element_bytes;
+    size_t bytes = align_up((size_t)w->info.ranks * block);
+    if (w->collective == NCCL_REDUCE && !w->small) bytes += align_up(block);
+    return (char *)w->scratch + bytes;
+}
+
+/* Element `index` of this rank's input in the current piece (ReduceScatter: of its block
+ * `block`): the caller's buffer, or the scaled copy for a PreMulSum. */
+static const char *local(const struct nccl_work *w, size_t piece, size_t block, size_t index)
+{
+    size_t s = w->element_bytes;
+    if (w->arithmetic.premul != REPROD_PREMUL_NONE)
+        return scaled_area(w, piece) + (block * piece + index) * s;
+    if (w->collective == NCCL_REDUCE_SCATTER) return at(w->send, block * w->count + w->offset + index, s);
+    return at(w->send, w->offset + index, s);
+}
+
+/* PreMulSum: every rank multiplies its own contribution by its own scalar (NCCL's "pre-
+ * multiplies input values locally": the scalars may differ between ranks), in its type,
+ * rounded to nearest, before anything is sent. The device reduction of one contribution
+ * does that multiplication exactly as in a sum. */
+static int scale_own_input(struct nccl_work *w, size_t piece)
+{
+    size_t s = w->element_bytes, blocks = w->collective == NCCL_REDUCE_SCATTER ? (size_t)w->info.ranks : 1;
+    for (size_t b = 0; b < blocks; b++) {
+        struct reprod_device_reduction r = w->arithmetic;
+        r.op = REPROD_SUM, r.ordered = 0, r.count = 1;
+        r.elements = piece;
+        r.blocks = w->collective == NCCL_REDUCE_SCATTER ? at(w->send, b * w->count + w->offset, s)
+                                                        : at(w->send, w->offset, s);
+        r.block_stride_bytes = piece * s;
+        r.own = NULL, r.own_index = -1;
+        r.out = scaled_area(w, piece) + b * piece * s;
+        r.work = NULL;
+        if (reprod_cuda_reduce(w->stream, &r) != REPROD_CUDA_OK) return -1;
+    }
+    return 0;
+}
+
 #define CALL(expression)                                                                           \
     do {                                                                                           \
         ncclResult_t rc_ = (expression);                                                           \
@@ -128,11 +180,10 @@ static ncclResult_t exchange(const struct nccl_work *w, size_t piece)
     size_t s = w->element_bytes, block = block_elements(w, piece), start, length, mine, mine_len;
     ncclDataType_t dt = w->datatype;
     if (w->collective == NCCL_ALL_REDUCE && w->small)
-        return real->AllGather(at(w->send, w->offset, s), w->scratch, piece, dt, w->comm,
-                               w->stream);
+        return real->AllGather(local(w, piece, 0, 0), w->scratch, piece, dt, w->comm, w->stream);
     if (w->collective == NCCL_REDUCE && w->small) {
         if (me != w->root)
-            return real->Send(at(w->send, w->offset, s), piece, dt, w->root, w->comm, w->stream);
+            return real->Send(local(w, piece, 0, 0), piece, dt, w->root, w->comm, w->stream);
         for (int p = 0; p < ranks; p++)
             if (p != me)
                 CALL(real->Recv((char *)w->scratch + (size_t)p * block * s, piece, dt, p, w->comm,
@@ -144,11 +195,11 @@ static ncclResult_t exchange(const struct nccl_work *w, size_t piece)
         if (p == me) continue;
         const void *theirs;
         if (w->collective == NCCL_REDUCE_SCATTER) {
-            theirs = at(w->send, (size_t)p * w->count + w->offset, s), length = piece;
+            theirs = local(w, piece, (size_t)p, 0), length = piece;
             mine_len = piece;
         } else {
             chunk_of(piece, ranks, p, &start, &length);
-            theirs = at(w->send, w->offset + start, s);
+            theirs = local(w, piece, 0, start);
         }
         if (length) CALL(real->Send(theirs, length, dt, p, w->comm, w->stream));
         if (mine_len)
@@ -195,6 +246,12 @@ static ncclResult_t share(const struct nccl_work *w, size_t piece)
 ncclResult_t nccl_work_communicate(struct nccl_work *w)
 {
     size_t piece = piece_now(w);
+    if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE &&
+        scale_own_input(w, piece) != 0 && w->result == ncclSuccess) {
+        reprod_log(REPROD_LOG_WARN, "warning: %s: the PreMulSum scaling could not be enqueued",
+                   w->api);
+        w->result = ncclUnhandledCudaError;
+    }
     return w->phase == 0 ? exchange(w, piece) : share(w, piece);
 }
 
@@ -210,6 +267,7 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
     int me = w->info.rank, ranks = w->info.ranks;
     size_t s = w->element_bytes, block = block_elements(w, piece), start = 0, length = piece;
     struct reprod_device_reduction r = w->arithmetic;
+    r.premul = REPROD_PREMUL_NONE; /* each rank scaled its own input already */
     r.count = ranks;
     r.blocks = w->scratch;
     r.block_stride_bytes = block * s;
@@ -218,14 +276,14 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
         r.out = (char *)at(w->recv, w->offset, s);
     } else if (w->collective == NCCL_REDUCE && w->small) {
         if (me != w->root) return;
-        r.own = at(w->send, w->offset, s), r.own_index = me;
+        r.own = local(w, piece, 0, 0), r.own_index = me;
         r.out = (char *)at(w->recv, w->offset, s);
     } else if (w->collective == NCCL_REDUCE_SCATTER) {
-        r.own = at(w->send, (size_t)me * w->count + w->offset, s), r.own_index = me;
+        r.own = local(w, piece, (size_t)me, 0), r.own_index = me;
         r.out = (char *)at(w->recv, w->offset, s);
     } else {
         chunk_of(piece, ranks, me, &start, &length);
-        r.own = at(w->send, w->offset + start, s), r.own_index = me;
+        r.own = local(w, piece, 0, start), r.own_index = me;
         r.out = w->collective == NCCL_REDUCE && me != w->root
                     ? reduced_chunk(w, piece)
                     : (char *)at(w->recv, w->offset + start, s);

@@ -106,8 +106,11 @@ for family in openmpi mpich; do
 
     # One rank out of memory for the shim's scratch: the job stops with a message, never hangs.
     if alloc_fail_testable; then
+        # The error line goes to a log file too: Hydra may drop an aborting job's stderr.
+        rm -f "$LOG"/alloc.*.log
         expect stop "$family" shim 3 LD_PRELOAD="$PRELOAD $FAILALLOC" FAILALLOC_RANK=1 \
-            FAILALLOC_BYTES=1000000 -- alloc-fail
+            FAILALLOC_BYTES=1000000 REPROD_LOG="$LOG/alloc.%r.log" -- alloc-fail
+        cat "$LOG"/alloc.*.log >>"$LOG/last" 2>/dev/null
         grep -q 'reprod\[1\]: error: MPI_Allreduce: no memory' "$LOG/last" ||
             problems+=("$family: out of scratch memory without the error line naming MPI_Allreduce")
     fi

@@ -15,12 +15,12 @@ export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for np in 2 3; do
     run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x REPROD_VERBOSE=1 "$program" \
         >"$out/shim.$np" 2>"$out/err.$np" || fail "np=$np: $(cat "$out/shim.$np") $(head -c 3000 "$out/err.$np")"
-    for scenario in group threads split nonblocking graph large bad; do
+    for scenario in group threads split nonblocking graph large initall premul-ranks order bad; do
         grep -q "^ok: $scenario" "$out/shim.$np" || fail "np=$np $scenario: $(cat "$out/shim.$np") $(head -c 2000 "$out/err.$np")"
     done
     grep -q "NCCL [1-9][0-9]* reproducible" "$out/err.$np" ||
         fail "np=$np: the summary does not count the NCCL calls: $(grep summary "$out/err.$np")"
-    ok "np=$np: group, threads, split, nonblocking, graph, large: every element exact; $(grep -o 'NCCL [0-9]* reproducible, [0-9]* passed' "$out/err.$np" | head -1) (rank 0)"
+    ok "np=$np: group, threads, split, nonblocking, graph, large, initall, premul-ranks, order: every element exact; $(grep -o 'NCCL [0-9]* reproducible, [0-9]* passed' "$out/err.$np" | head -1) (rank 0)"
 done
 
 # Erroneous calls: the same codes as natively, no crash.

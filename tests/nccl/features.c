@@ -7,6 +7,9 @@
  *   nonblocking  a communicator with config.blocking = 0, polled with ncclCommGetAsyncError
  *   graph     a call captured into a CUDA graph, replayed on new inputs
  *   large     a count past the scratch bound (the script sets REPROD_SCRATCH_MB=1)
+ *   initall   one thread driving three ranks of one process (ncclCommInitAll) in a group
+ *   premul-ranks  a PreMulSum scalar that differs between ranks (each scales its own input)
+ *   order     a group's calls in their order; calls grouped on one rank only
  *   bad       erroneous calls: prints the error codes (compared with the native run's)
  * Usage: features SCENARIO... (all when none is named). Rank 0 prints "ok: <scenario>".
  */
@@ -273,6 +276,113 @@ static void scenario_large(ncclComm_t comm, cudaStream_t stream)
     cudaFree(x), cudaFree(rs);
 }
 
+/* One thread drives three ranks of one process (ncclCommInitAll, a device each): the calls on
+ * the three communicators are grouped, as NCCL requires, and the shim's work on each must run
+ * in lockstep with the others'. Rank 0 of the MPI job only. */
+static void scenario_initall(void)
+{
+    enum { DEVICES = 3 };
+    if (rank != 0) return;
+    ncclComm_t comms[DEVICES];
+    cudaStream_t streams[DEVICES];
+    float *buffers[DEVICES];
+    size_t n = 100000; /* past the small path: exchange, reduce, share */
+    int members[DEVICES] = {0, 1, 2};
+    CHECK_NCCL(ncclCommInitAll(comms, DEVICES, NULL));
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_CUDA(cudaStreamCreate(&streams[d]));
+        buffers[d] = device_contribution(70, d, n);
+    }
+    CHECK_NCCL(ncclGroupStart());
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        CHECK_NCCL(ncclAllReduce(buffers[d], buffers[d], n, ncclFloat32, ncclSum, comms[d],
+                                 streams[d]));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    for (int d = 0; d < DEVICES; d++) {
+        CHECK_CUDA(cudaSetDevice(d));
+        float *h = to_host(buffers[d], n, streams[d]);
+        check_sum("initall", h, n, 70, members, DEVICES, 1.0f, 1, 7);
+        free(h);
+        cudaFree(buffers[d]);
+        cudaStreamDestroy(streams[d]);
+        CHECK_NCCL(ncclCommDestroy(comms[d]));
+    }
+    CHECK_CUDA(cudaSetDevice(0));
+}
+
+/* Each rank's PreMulSum scalar is its own (NCCL scales each input "locally"): rank r
+ * multiplies by r + 1, with the scalar on the host and on the device, small and in pieces. */
+static void scenario_premul_ranks(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t counts[2] = {1000, 300001};
+    float scalar = (float)(rank + 1), *device_scalar;
+    CHECK_CUDA(cudaMalloc((void **)&device_scalar, sizeof scalar));
+    CHECK_CUDA(cudaMemcpy(device_scalar, &scalar, sizeof scalar, cudaMemcpyHostToDevice));
+    for (int k = 0; k < 2; k++)
+        for (int residence = 0; residence < 2; residence++) {
+            size_t n = counts[k];
+            float *x = device_contribution(80 + k, rank, n);
+            ncclRedOp_t op;
+            CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, residence ? (void *)&scalar : device_scalar,
+                                                ncclFloat32,
+                                                residence ? ncclScalarHostImmediate
+                                                          : ncclScalarDevice,
+                                                comm));
+            CHECK_NCCL(ncclAllReduce(x, x, n, ncclFloat32, op, comm, stream));
+            CHECK_NCCL(ncclRedOpDestroy(op, comm));
+            float *h = to_host(x, n, stream);
+            for (size_t i = 0; i < n; i += 13) {
+                uint64_t terms[ORACLE_MAX_TERMS];
+                for (int r = 0; r < ranks; r++) {
+                    float v = contribution(80 + k, r, i) * (float)(r + 1);
+                    uint32_t bits;
+                    memcpy(&bits, &v, 4);
+                    terms[r] = bits;
+                }
+                uint64_t expected = oracle_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST,
+                                                 terms, ranks);
+                uint32_t bits;
+                memcpy(&bits, &h[i], 4);
+                if (bits != expected && wrong++ < 5)
+                    fprintf(stderr, "rank %d: premul-ranks count %zu %s: element %zu wrong\n", rank,
+                            n, residence ? "host" : "device", i);
+            }
+            free(h);
+            cudaFree(x);
+        }
+    cudaFree(device_scalar);
+}
+
+/* A group's calls keep their order: a Broadcast after an in-place AllReduce in the same group
+ * broadcasts the sum; and two calls grouped on one rank, issued one by one on the others
+ * (legal in NCCL), neither hang nor mix (pieces: REPROD_SCRATCH_MB=1). */
+static void scenario_order(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t n = 1000, big = 300001;
+    float *x = device_contribution(90, rank, n), *y;
+    CHECK_CUDA(cudaMalloc((void **)&y, n * sizeof *y));
+    CHECK_NCCL(ncclGroupStart());
+    CHECK_NCCL(ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream));
+    CHECK_NCCL(ncclBroadcast(x, y, n, ncclFloat32, 0, comm, stream));
+    CHECK_NCCL(ncclGroupEnd());
+    float *h = to_host(y, n, stream);
+    check_sum("order: broadcast of the group's sum", h, n, 90, all_ranks, ranks, 1.0f, 1, 1);
+    free(h);
+    float *a = device_contribution(91, rank, big), *b = device_contribution(92, rank, big);
+    if (rank == 0) CHECK_NCCL(ncclGroupStart());
+    CHECK_NCCL(ncclAllReduce(a, a, big, ncclFloat32, ncclSum, comm, stream));
+    CHECK_NCCL(ncclAllReduce(b, b, big, ncclFloat32, ncclSum, comm, stream));
+    if (rank == 0) CHECK_NCCL(ncclGroupEnd());
+    float *ha = to_host(a, big, stream), *hb = to_host(b, big, stream);
+    check_sum("order: grouped on one rank only (first)", ha, big, 91, all_ranks, ranks, 1.0f, 1, 101);
+    check_sum("order: grouped on one rank only (second)", hb, big, 92, all_ranks, ranks, 1.0f, 1, 101);
+    free(ha), free(hb);
+    cudaFree(x), cudaFree(y), cudaFree(a), cudaFree(b);
+}
+
 /* The codes of erroneous calls, one line (compared with the native run's by the script). */
 static void scenario_bad(ncclComm_t comm, cudaStream_t stream)
 {
@@ -306,7 +416,8 @@ int main(int argc, char **argv)
     ncclComm_t comm = world_comm(id);
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreate(&stream));
-    const char *all[] = {"group", "threads", "split", "nonblocking", "graph", "large", "bad"};
+    const char *all[] = {"group", "threads", "split",        "nonblocking", "graph",
+                         "large", "initall", "premul-ranks", "order",       "bad"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
     int count = argc > 1 ? argc - 1 : (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < count; i++) {
@@ -317,6 +428,9 @@ int main(int argc, char **argv)
         else if (strcmp(names[i], "nonblocking") == 0) scenario_nonblocking(stream);
         else if (strcmp(names[i], "graph") == 0) scenario_graph(comm, stream);
         else if (strcmp(names[i], "large") == 0) scenario_large(comm, stream);
+        else if (strcmp(names[i], "initall") == 0) scenario_initall();
+        else if (strcmp(names[i], "premul-ranks") == 0) scenario_premul_ranks(comm, stream);
+        else if (strcmp(names[i], "order") == 0) scenario_order(comm, stream);
         else if (strcmp(names[i], "bad") == 0) scenario_bad(comm, stream);
         else {
             fprintf(stderr, "features: unknown scenario %s\n", names[i]);

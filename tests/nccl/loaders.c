@@ -99,6 +99,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("%s: %s (%ld elements not exact)\n", total ? "inexact" : "ok", mode, total);
     api.comm_destroy(comm);
+    cudaFree(device);
+    free(host), free(result), free(all);
     MPI_Finalize();
     return 0;
 }

@@ -1,0 +1,148 @@
+/* nccl_calls.c: the NCCL calls the shim never changes but must keep in order: AllGather,
+ * Broadcast, Bcast, Send, Recv, Gather, Scatter and AlltoAll go straight to the library, except
+ * inside a group that already holds a deferred reduction, where they wait for their turn
+ * (nccl_group.c): NCCL runs a communicator's grouped calls in the order they were made, and a
+ * later call may read what a deferred reduction writes. */
+#include "nccl_internal.h"
+
+#include "guard.h"
+
+ncclResult_t nccl_call_issue(const struct nccl_call *c)
+{
+    const struct nccl_real *real = nccl_real();
+    switch (c->collective) {
+    case NCCL_ALL_REDUCE:
+        return real->AllReduce ? real->AllReduce(c->send, c->recv, c->count, c->datatype, c->op,
+                                                 c->comm, c->stream)
+                               : ncclSystemError;
+    case NCCL_REDUCE_SCATTER:
+        return real->ReduceScatter ? real->ReduceScatter(c->send, c->recv, c->count, c->datatype,
+                                                         c->op, c->comm, c->stream)
+                                   : ncclSystemError;
+    case NCCL_REDUCE:
+        return real->Reduce ? real->Reduce(c->send, c->recv, c->count, c->datatype, c->op, c->root,
+                                           c->comm, c->stream)
+                            : ncclSystemError;
+    case NCCL_ALL_GATHER:
+        return real->AllGather ? real->AllGather(c->send, c->recv, c->count, c->datatype, c->comm,
+                                                 c->stream)
+                               : ncclSystemError;
+    case NCCL_BROADCAST:
+        return real->Broadcast ? real->Broadcast(c->send, c->recv, c->count, c->datatype, c->root,
+                                                 c->comm, c->stream)
+                               : ncclSystemError;
+    case NCCL_SEND:
+        return real->Send ? real->Send(c->send, c->count, c->datatype, c->root, c->comm, c->stream)
+                          : ncclSystemError;
+    case NCCL_RECV:
+        return real->Recv ? real->Recv(c->recv, c->count, c->datatype, c->root, c->comm, c->stream)
+                          : ncclSystemError;
+    case NCCL_GATHER:
+        return real->Gather ? real->Gather(c->send, c->recv, c->count, c->datatype, c->root,
+                                           c->comm, c->stream)
+                            : ncclInvalidUsage;
+    case NCCL_SCATTER:
+        return real->Scatter ? real->Scatter(c->send, c->recv, c->count, c->datatype, c->root,
+                                             c->comm, c->stream)
+                             : ncclInvalidUsage;
+    case NCCL_ALL_TO_ALL:
+        return real->AlltoAll ? real->AlltoAll(c->send, c->recv, c->count, c->datatype, c->comm,
+                                               c->stream)
+                              : ncclInvalidUsage;
+    }
+    return ncclInvalidArgument;
+}
+
+/* Issue `call` now, or defer it to keep the group's order. */
+static ncclResult_t in_order(const struct nccl_call *call)
+{
+    if (nccl_group_defers() && nccl_group_defer(call, NULL) == ncclSuccess) return ncclSuccess;
+    return nccl_call_issue(call);
+}
+
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+
+REPROD_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                         ncclDataType_t datatype, ncclComm_t comm,
+                                         cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclAllGather", NCCL_ALL_GATHER, sendbuff, recvbuff, sendcount,
+                          datatype, 0, -1, comm, stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                         ncclDataType_t datatype, int root, ncclComm_t comm,
+                                         cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclBroadcast", NCCL_BROADCAST, sendbuff, recvbuff, count, datatype, 0,
+                          root, comm, stream};
+    return in_order(&c);
+}
+
+/* ncclBcast is the in-place ncclBroadcast. */
+REPROD_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                     ncclComm_t comm, cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclBcast", NCCL_BROADCAST, buff, buff, count, datatype, 0, root, comm,
+                          stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
+                                    int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclSend", NCCL_SEND, sendbuff, NULL, count, datatype, 0, peer, comm,
+                          stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
+                                    int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclRecv", NCCL_RECV, NULL, recvbuff, count, datatype, 0, peer, comm,
+                          stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, int root, ncclComm_t comm,
+                                      cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclGather", NCCL_GATHER, sendbuff, recvbuff, count, datatype, 0, root,
+                          comm, stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                       ncclDataType_t datatype, int root, ncclComm_t comm,
+                                       cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclScatter", NCCL_SCATTER, sendbuff, recvbuff, count, datatype, 0,
+                          root, comm, stream};
+    return in_order(&c);
+}
+
+REPROD_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclComm_t comm,
+                                        cudaStream_t stream)
+{
+    struct nccl_call c = {"ncclAlltoAll", NCCL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, 0,
+                          -1, comm, stream};
+    return in_order(&c);
+}
