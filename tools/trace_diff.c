@@ -137,10 +137,22 @@ static int seeded_differently(size_t index, int rank, const struct call *p, cons
     return 1;
 }
 
+/* One line for `call`, after `label` ("<dir>: ", or an indent); the rank count when the trace
+ * knew it (a call passed through before the communicator was asked has none). */
 static void describe(const char *label, const struct call *call)
 {
-    printf("  %s: call %llu: %s %s x %lld, %s, on %d ranks\n", label, call->sequence, call->api,
-           call->detail, call->count, call->action, call->ranks);
+    printf("  %scall %llu: %s %s x %lld, %s", label, call->sequence, call->api, call->detail,
+           call->count, call->action);
+    if (call->ranks > 0) printf(", on %d ranks", call->ranks);
+    printf("\n");
+}
+
+/* describe() for the trace in directory `dir`. */
+static void describe_in(const char *dir, const struct call *call)
+{
+    char label[4096];
+    snprintf(label, sizeof label, "%s: ", dir);
+    describe(label, call);
 }
 
 /* Calls before `index` on rank 0 of `run` that passed through where a result may not be
@@ -196,8 +208,8 @@ static int diff_same_layout(const struct run *a, const struct run *b)
     if (!same_call(&x->calls[first], &y->calls[first])) {
         printf("the runs part at call %zu of rank %d: they made different calls\n", first + 1,
                first_rank);
-        describe(a->dir, &x->calls[first]);
-        describe(b->dir, &y->calls[first]);
+        describe_in(a->dir, &x->calls[first]);
+        describe_in(b->dir, &y->calls[first]);
         return 1;
     }
     /* The same call in both runs: did any rank bring different contributions to it? */
@@ -250,17 +262,23 @@ static int diff_other_layout(const struct run *a, const struct run *b)
         }
         if (!same_call(p, q) && strcmp(p->api, "MPI_Reduce_scatter") != 0) {
             printf("the runs part at call %zu of rank 0: they made different calls\n", i + 1);
-            describe(a->dir, p);
-            describe(b->dir, q);
+            describe_in(a->dir, p);
+            describe_in(b->dir, q);
             return 1;
         }
         if (strcmp(p->output, "-") == 0 || strcmp(q->output, "-") == 0) continue;
         if (strcmp(p->output, q->output) != 0) {
             printf("the results part at call %zu (%s %s x %lld)\n", i + 1, p->api, p->detail,
                    p->count);
-            printf("  -> with exact reductions, the sums of the contributions differed: the\n"
-                   "     application's side (global batch, micro-batches, data order; see\n"
-                   "     `reprod plan`)\n");
+            if (strcmp(p->action, "pass") == 0 || strcmp(q->action, "pass") == 0)
+                printf("  -> this call passed through (%s): its order of additions may differ\n"
+                       "     between world sizes; run both under the shim to tell the\n"
+                       "     reduction's side from the application's\n",
+                       strcmp(p->action, "pass") == 0 ? p->detail : q->detail);
+            else
+                printf("  -> with exact reductions, the sums of the contributions differed: the\n"
+                       "     application's side (global batch, micro-batches, data order; see\n"
+                       "     `reprod plan`)\n");
             list_suspects(a, i);
             return 1;
         }
