@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A pass-through call whose output is hashed at the outermost group end (REPROD_TRACE). */
 struct traced_pass {
@@ -87,13 +88,15 @@ static ncclResult_t run_works(struct nccl_work *works)
     for (struct nccl_work *w = works; w; w = w->next) {
         ncclResult_t rc = w->passthrough ? ncclSuccess : nccl_work_start(w);
         if (rc != ncclSuccess) {
-            w->done = 1, w->result = rc;
+            /* The other ranks are already in this call: as on the MPI path, the job stops here
+             * rather than leave them waiting (aborting the application's communicator under
+             * its feet would make its next call on it a use after free). */
             reprod_log(REPROD_LOG_ERROR,
-                       "error: %s could not start on this rank; its communicator is aborted so "
-                       "that the other ranks do not wait for it for ever",
-                       w->api);
-            if (real->CommAbort) real->CommAbort(w->comm);
-            nccl_comm_forget(w->comm);
+                       "error: %s could not start on this rank (%s); the other ranks are already "
+                       "in this call, so the job stops here rather than hang",
+                       w->api, rc == ncclUnhandledCudaError ? "no device memory for its scratch"
+                                                             : "REPROD_SCRATCH_MB too small");
+            _exit(2);
         }
     }
     for (;;) {

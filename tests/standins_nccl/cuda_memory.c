@@ -102,9 +102,19 @@ CUresult cuMemFreeHost(void *p) {
 
 /* Stream-ordered allocation: the memory is allocated at once, freed when the stream reaches the
  * free. Inside a capture the free never runs: the memory lives as long as the graph. */
+/* Fault injection for tests: STANDIN_FAIL_ALLOC_ASYNC_RANK=r makes the stream-ordered
+ * allocation fail in the process whose OMPI_COMM_WORLD_RANK is r (out of device memory). */
+static int alloc_async_fails(void) {
+    const char *rank = getenv("STANDIN_FAIL_ALLOC_ASYNC_RANK");
+    const char *mine = getenv("OMPI_COMM_WORLD_RANK");
+    return rank && mine && strcmp(rank, mine) == 0;
+}
+
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream) {
     if (standin_stream_device(stream) < 0)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (alloc_async_fails())
+        return CUDA_ERROR_OUT_OF_MEMORY;
     return cuMemAlloc_v2(dptr, bytes);
 }
 
