@@ -45,19 +45,32 @@ static size_t own_elements(const struct nccl_work *w, size_t piece)
     return w->collective == NCCL_REDUCE_SCATTER ? piece * (size_t)w->info.ranks : piece;
 }
 
-/* Scratch bytes for pieces of `piece` elements: the blocks, Reduce's reduced chunk off the
- * root, PreMulSum's scaled copy of this rank's input, and the device reduction's work area. */
-static size_t scratch_bytes_for(struct nccl_work *w, size_t piece)
+/* Where each part of the scratch lies, in bytes from its start, for pieces of `piece` elements:
+ * the N contribution blocks at 0, Reduce's reduced chunk off the root, PreMulSum's scaled copy
+ * of this rank's input, then the device reduction's work area. */
+struct scratch_layout {
+    size_t reduced, scaled, work;
+};
+
+static struct scratch_layout layout_of(const struct nccl_work *w, size_t piece)
 {
     size_t block = block_elements(w, piece) * w->element_bytes;
-    size_t bytes = align_up((size_t)w->info.ranks * block);
-    if (w->collective == NCCL_REDUCE && !w->small) bytes += align_up(block);
-    if (w->arithmetic.premul != REPROD_PREMUL_NONE)
-        bytes += align_up(own_elements(w, piece) * w->element_bytes);
+    struct scratch_layout l;
+    l.reduced = align_up((size_t)w->info.ranks * block);
+    l.scaled = l.reduced + (w->collective == NCCL_REDUCE && !w->small ? align_up(block) : 0);
+    l.work = l.scaled + (w->arithmetic.premul != REPROD_PREMUL_NONE
+                             ? align_up(own_elements(w, piece) * w->element_bytes)
+                             : 0);
+    return l;
+}
+
+/* Scratch bytes for pieces of `piece` elements (layout_of, and the work area's size). */
+static size_t scratch_bytes_for(struct nccl_work *w, size_t piece)
+{
     w->arithmetic.count = w->info.ranks;
     w->arithmetic.elements = block_elements(w, piece);
     w->arithmetic.work = NULL;
-    return bytes + align_up(reprod_cuda_reduce_work_bytes(&w->arithmetic));
+    return layout_of(w, piece).work + align_up(reprod_cuda_reduce_work_bytes(&w->arithmetic));
 }
 
 /* Choose the path and the piece size: the largest that keeps the scratch within the bound.
@@ -116,21 +129,16 @@ static const char *at(const void *base, size_t elements, size_t element_bytes)
     return (const char *)base + elements * element_bytes;
 }
 
-/* Reduce's reduced chunk off the root: after the blocks in scratch. */
+/* Reduce's reduced chunk off the root, in scratch. */
 static void *reduced_chunk(const struct nccl_work *w, size_t piece)
 {
-    size_t block = block_elements(w, piece) * w->element_bytes;
-    return (char *)w->scratch + align_up((size_t)w->info.ranks * block);
+    return (char *)w->scratch + layout_of(w, piece).reduced;
 }
 
-/* PreMulSum's scaled copy of this rank's input for the current piece: after the blocks (and
- * Reduce's reduced chunk). */
+/* PreMulSum's scaled copy of this rank's input for the current piece, in scratch. */
 static char *scaled_area(const struct nccl_work *w, size_t piece)
 {
-    size_t block = block_elements(w, piece) * w->element_bytes;
-    size_t bytes = align_up((size_t)w->info.ranks * block);
-    if (w->collective == NCCL_REDUCE && !w->small) bytes += align_up(block);
-    return (char *)w->scratch + bytes;
+    return (char *)w->scratch + layout_of(w, piece).scaled;
 }
 
 /* Element `index` of this rank's input in the current piece (ReduceScatter: of its block
