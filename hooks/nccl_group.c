@@ -215,6 +215,15 @@ ncclResult_t nccl_group_submit(const struct nccl_work *work)
     return run_works(&copy);
 }
 
+static void free_works(struct nccl_work *works)
+{
+    while (works) {
+        struct nccl_work *next = works->next;
+        free(works);
+        works = next;
+    }
+}
+
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t ncclGroupSimulateEnd(void *sim_info);
@@ -244,11 +253,7 @@ REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
         if (rc == ncclInProgress && settled != ncclSuccess) rc = settled;
         ncclResult_t ours = run_works(works);
         if (rc == ncclSuccess || rc == ncclInProgress) rc = ours == ncclSuccess ? rc : ours;
-        while (works) {
-            struct nccl_work *next = works->next;
-            free(works);
-            works = next;
-        }
+        free_works(works);
     }
     if (passes_head) trace_passes();
     return rc;
@@ -262,12 +267,8 @@ REPROD_EXPORT ncclResult_t ncclGroupSimulateEnd(void *sim_info)
     if (!real->GroupSimulateEnd) return ncclInvalidUsage;
     ncclResult_t rc = real->GroupSimulateEnd(sim_info);
     if (reprod_guard_active() || group_depth == 0 || --group_depth > 0) return rc;
-    while (deferred_head) {
-        struct nccl_work *next = deferred_head->next;
-        free(deferred_head);
-        deferred_head = next;
-    }
-    deferred_tail = NULL;
+    free_works(deferred_head);
+    deferred_head = deferred_tail = NULL;
     while (passes_head) {
         struct traced_pass *next = passes_head->next;
         free(passes_head);
