@@ -19,6 +19,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No REPROD_* setting of the caller's may leak into a test.
 for variable in $(env | sed -n 's/^\(REPROD_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$variable"; done
 
+# use_standins: NCCL test programs find the host-memory stand-ins of libcuda, libcudart and
+# libnccl (build/standins/); mpirun passes the path on with -x LD_LIBRARY_PATH.
+use_standins() {
+    export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1

@@ -10,7 +10,7 @@ program=$BUILD/tests/nccl/exactness
 [ -x "$program" ] || fail "$program is not built"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_standins
 
 # under_shim NP NAME ARGS...: run the program under the shim; it must report no wrong element.
 under_shim() {

@@ -10,7 +10,7 @@ program=$BUILD/tests/nccl/features
 [ -x "$program" ] || fail "$program is not built"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_standins
 
 for np in 2 3; do
     run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x REPROD_VERBOSE=1 "$program" \

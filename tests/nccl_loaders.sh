@@ -7,7 +7,7 @@
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_standins
 
 for mode in link local dlsym; do
     program=$BUILD/tests/nccl/loaders_dynamic

@@ -8,7 +8,7 @@
 . tests/lib.sh
 
 export MPI_TIMEOUT=${MPI_TIMEOUT:-60}
-export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_standins
 program=$BUILD/tests/nccl/standin_selftest
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
