@@ -168,7 +168,8 @@ ENGINE_FUNCTION void reprod_kernel_reduce(const struct reprod_kernel_args *args,
         uint64_t bits;
         if (args->premul != REPROD_KERNEL_PREMUL_NONE || !args->ordered) {
             if (args->premul == REPROD_KERNEL_PREMUL_NONE &&
-                engine_exact_fast(type, op, dir, c, count, (size_t)i, &bits)) {
+                (engine_exact_fast(type, op, dir, c, count, (size_t)i, &bits) ||
+                 engine_exact_distilled(type, op, dir, c, count, (size_t)i, &bits))) {
                 engine_store_bits(type, args->out, (size_t)i, bits);
                 continue;
             }

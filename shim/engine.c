@@ -271,10 +271,10 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
         double sum[8];
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
-            fast[lane] = engine_is_finite(sum[lane]) &&
-                         (engine_fast_span_ok(&f, max_lane[lane], min_lane[lane], window) ||
-                          engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane],
-                                                count));
+            fast[lane] =
+                engine_is_finite(sum[lane]) &&
+                (engine_fast_span_ok(&f, max_lane[lane], min_lane[lane], window) ||
+                 engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane], count));
             all_plain &= fast[lane] && sum[lane] != 0;
         }
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {
@@ -282,10 +282,17 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
             continue;
         }
         uint64_t out[8];
+        uint32_t refused = 0;
         for (int lane = 0; lane < 8; lane++)
-            out[lane] =
-                engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, fast[lane],
-                                    s_lane[lane], t_lane[lane], max_lane[lane] != 0, a, general);
+            refused |= (uint32_t)!fast[lane] << lane;
+        if (refused)
+            engine_distill_float64_generic(op, dir, contributions, count, j, 8, refused, out, a,
+                                           general);
+        for (int lane = 0; lane < 8; lane++)
+            if (fast[lane])
+                out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
+                                                s_lane[lane], t_lane[lane], max_lane[lane] != 0, a,
+                                                general);
         memcpy(result + j, out, sizeof out);
     }
     return j;
@@ -547,7 +554,7 @@ ORDERED_PASS(ordered_pass_double, double, v8d)
 
 /* The ordered fold of a binary32 or binary64 block (T, pass as above) into dst, for the
  * instruction set `target`; ordered_average divides for AVG. */
-#define ORDERED_FOLD(name, target, T, pass, ordered_average, canonical)                                     \
+#define ORDERED_FOLD(name, target, T, pass, ordered_average, canonical)                            \
     target static void name(const T *const *c, int count, size_t element_count, T *result,         \
                             int average)                                                           \
     {                                                                                              \
@@ -607,14 +614,13 @@ static inline __attribute__((always_inline)) void canonical_nan_float(float *blo
     }
 }
 
-static inline __attribute__((always_inline)) void canonical_nan_double(double *block,
-                                                                       size_t length)
+static inline __attribute__((always_inline)) void canonical_nan_double(double *block, size_t length)
 {
     for (size_t j = 0; j < length; j++) {
         uint64_t bits;
         memcpy(&bits, block + j, sizeof bits);
-        bits = (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull ? 0x7ff8000000000000ull
-                                                                        : bits;
+        bits =
+            (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull ? 0x7ff8000000000000ull : bits;
         memcpy(block + j, &bits, sizeof bits);
     }
 }
@@ -624,7 +630,7 @@ static inline __attribute__((always_inline)) void canonical_nan_double(double *b
     ORDERED_FOLD(name##_avx512, ORDERED_AVX512, T, pass, ordered_average, canonical)               \
     ORDERED_FOLD(name##_avx2, ORDERED_AVX2, T, pass, ordered_average, canonical)                   \
     ORDERED_FOLD(name##_generic, , T, pass, ordered_average, canonical)                            \
-    static void name(const T *const *c, int count, size_t element_count, T *result, int average)  \
+    static void name(const T *const *c, int count, size_t element_count, T *result, int average)   \
     {                                                                                              \
         enum engine_kernel_level level = kernel_level();                                           \
         if (level == ENGINE_KERNELS_AVX512)                                                        \

@@ -30,7 +30,7 @@ int engine_cpu_has_avx2(void)
 
 /* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the
  * second pass. */
-#define FLOAT32_CHUNK 256
+#define FLOAT32_CHUNK  256
 #define FLOAT64_DIRECT 16  /* up to this many contributions, no blocking (binary64) */
 #define FLOAT64_BLOCK  256 /* elements whose states stay in L1 (10 KiB) while ... */
 #define FLOAT64_GROUP  8   /* ... this many contributions at a time stream through them */
@@ -197,8 +197,8 @@ AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, 
     __m256d T = _mm256_add_pd(_mm256_sub_pd(s, _mm256_sub_pd(S, v)), _mm256_sub_pd(t, v));
     __m256i S_bits = _mm256_castpd_si256(S);
     __m256d G = _mm256_castsi256_pd(_mm256_and_si256(S_bits, exponent));
-    __m256i power_of_two = _mm256_cmpeq_epi64(_mm256_and_si256(S_bits, fraction),
-                                              _mm256_setzero_si256());
+    __m256i power_of_two =
+        _mm256_cmpeq_epi64(_mm256_and_si256(S_bits, fraction), _mm256_setzero_si256());
     __m256i to_zero = _mm256_cmpgt_epi64(_mm256_setzero_si256(),
                                          _mm256_xor_si256(S_bits, _mm256_castpd_si256(T)));
     __m256d halved = _mm256_castsi256_pd(_mm256_and_si256(power_of_two, to_zero));
@@ -258,22 +258,22 @@ AVX2_FUNCTION static inline int float64_refused(const struct float64_quad *x, in
     e_min = _mm256_sub_epi64(e_min, subnormal); /* field 0 counts as 1 */
     __m256d wide = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max, e_min), window));
     if (_mm256_movemask_pd(wide))
-        wide = _mm256_andnot_pd(
-            float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count)), wide);
+        wide = _mm256_andnot_pd(float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count)),
+                                wide);
     __m256d finite = _mm256_cmp_pd(_mm256_and_pd(sum, magnitude_mask), infinity, _CMP_LT_OQ);
     return (~_mm256_movemask_pd(finite) & 0xf) | _mm256_movemask_pd(wide);
 }
 
 /* Write the results of the 8 elements at j from their finished states x[0], x[1]. */
-AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_finish(
-    reprod_op op, reprod_rounding dir, const void *const *contributions, int count, size_t j,
-    const struct float64_quad *x, double *result, struct engine_accumulator *a, size_t *general)
+AVX2_FUNCTION static inline __attribute__((always_inline)) void
+float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
+               size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,
+               size_t *general)
 {
     __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
     int bad_mask = float64_refused(&x[0], count) | (float64_refused(&x[1], count) << 4);
-    int zero_mask =
-        _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
-        (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
+    int zero_mask = _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
+                    (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
         _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
         _mm256_storeu_pd(result + j + 4, sum1);
@@ -287,10 +287,13 @@ AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_finish(
     _mm256_storeu_pd(max, x[0].max);
     _mm256_storeu_pd(max + 4, x[1].max);
     uint64_t out[8];
+    if (bad_mask)
+        engine_distill_float64_avx2(op, dir, contributions, count, j, 8, (uint32_t)bad_mask, out, a,
+                                    general);
     for (int lane = 0; lane < 8; lane++)
-        out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
-                                        !((bad_mask >> lane) & 1), s[lane], t[lane],
-                                        max[lane] != 0, a, general);
+        if (!((bad_mask >> lane) & 1))
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
+                                            s[lane], t[lane], max[lane] != 0, a, general);
     memcpy(result + j, out, sizeof out);
 }
 

@@ -231,20 +231,19 @@ AVX512_FUNCTION static inline __mmask8 float64_refused(const struct float64_lane
     __m512i e_min = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(x->min, one), 53), one);
     __mmask8 wide = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max, e_min), window);
     if (wide) wide &= ~float64_certified(x->s, x->t, x->a, _mm512_set1_pd(2.0 * count));
-    return wide | _mm512_cmpge_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum), magnitude),
-                                          infinity);
+    return wide |
+           _mm512_cmpge_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum), magnitude), infinity);
 }
 
 /* Write the results of the 16 elements at j from their finished states x[0], x[1]. */
-AVX512_FUNCTION static inline __attribute__((always_inline)) void float64_finish(reprod_op op, reprod_rounding dir,
-                                                  const void *const *contributions, int count,
-                                                  size_t j, const struct float64_lanes *x,
-                                                  double *result, struct engine_accumulator *a,
-                                                  size_t *general)
+AVX512_FUNCTION static inline __attribute__((always_inline)) void
+float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
+               size_t j, const struct float64_lanes *x, double *result,
+               struct engine_accumulator *a, size_t *general)
 {
     __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
-    uint32_t bad_mask = (uint32_t)float64_refused(&x[0], count) |
-                        ((uint32_t)float64_refused(&x[1], count) << 8);
+    uint32_t bad_mask =
+        (uint32_t)float64_refused(&x[0], count) | ((uint32_t)float64_refused(&x[1], count) << 8);
     __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
     __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
@@ -261,10 +260,13 @@ AVX512_FUNCTION static inline __attribute__((always_inline)) void float64_finish
     _mm512_storeu_si512(max, x[0].max);
     _mm512_storeu_si512(max + 8, x[1].max);
     uint64_t out[16];
+    if (bad_mask)
+        engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask, out, a,
+                                      general);
     for (int lane = 0; lane < 16; lane++)
-        out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane,
-                                        !((bad_mask >> lane) & 1), s[lane], t[lane],
-                                        max[lane] != 0, a, general);
+        if (!((bad_mask >> lane) & 1))
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
+                                            s[lane], t[lane], max[lane] != 0, a, general);
     memcpy(result + j, out, sizeof out);
 }
 

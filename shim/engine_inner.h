@@ -433,6 +433,63 @@ ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
     return op == REPROD_SUM || (count & (count - 1)) == 0;
 }
 
+/* ---- The distillation tier (binary64) ----------------------------------------------------
+ * (e) When the certificate refuses a binary64 element (its sum cancels far below its terms, or
+ *     the spread makes t too coarse), the cascade is run again over its own output. The
+ *     cascade is error-free: the N doubles [e_1, ..., e_{N-1}, s] (errors first, the sum last)
+ *     hold exactly the exact sum, so a cascade over them gives a new (s, t, A) of which (d)
+ *     holds word for word (N terms again). Each pass leaves errors about 2^-53 N times the
+ *     previous ones' size (Ogita, Rump and Oishi's SumK), whatever the cancellation, so a sum
+ *     that cancels by c bits is decided after about c / 50 more passes. Up to
+ *     ENGINE_DISTILL_PASSES passes after the first, then the general path. Overflow inside a
+ *     pass shows, as in (a), as a non-finite s + t: refused. The work per element is the same
+ *     for every element of a block (no branch between elements): GPU-friendly, and the host
+ *     kernels run it on vectors of refused lanes (engine_distill.c). */
+
+#define ENGINE_DISTILL_TERMS  64 /* up to this many contributions (N doubles per element) */
+#define ENGINE_DISTILL_PASSES 2  /* passes after the first, each followed by (d) */
+
+/* One pass of the cascade over v[0..n-1] in place: v becomes [e_1, ..., e_{n-1}, s]; *s, *t,
+ * *error_sum as in (d). */
+ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double *t_out,
+                                         double *error_sum_out)
+{
+    double s = v[0], t = 0.0, error_sum = 0.0;
+    for (int k = 1; k < n; k++) {
+        double e;
+        engine_two_sum(s, v[k], &s, &e);
+        v[k - 1] = e;
+        t += e;
+        error_sum += fabs(e);
+    }
+    v[n - 1] = s;
+    *s_out = s;
+    *t_out = t;
+    *error_sum_out = error_sum;
+}
+
+/* The distillation tier for binary64 element `index` (see (e)): 1 with (s, t) whose s + t
+ * rounds as the exact sum, 0 when it does not decide (then: the general path). */
+ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int count,
+                                           size_t index, double *s_out, double *t_out)
+{
+    double v[ENGINE_DISTILL_TERMS];
+    if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
+    for (int k = 0; k < count; k++)
+        v[k] = engine_double_from_bits(engine_load_bits(REPROD_FLOAT64, contributions[k], index));
+    double s, t, error_sum;
+    engine_distill_pass(v, count, &s, &t, &error_sum);
+    for (int pass = 0; pass < ENGINE_DISTILL_PASSES; pass++) {
+        engine_distill_pass(v, count, &s, &t, &error_sum);
+        if (engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, count)) {
+            *s_out = s;
+            *t_out = t;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- One element, either path ----------------------------------------------------------- */
 
 /* The fast path of element `index` of the exact reduction: 1 with its bits in *bits when the
@@ -476,8 +533,25 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     }
     if (!span_ok) return 0;
     if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1) return 0;
-    *bits_out = engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count,
-                                   index);
+    *bits_out =
+        engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count, index);
+    return 1;
+}
+
+/* The distillation tier's result for element `index` (binary64, an op the fast path serves):
+ * 1 with its bits, 0 when the general path must decide. Only for elements engine_exact_fast
+ * refused, which hold a nonzero term (a zero sum is then +0, or -0 rounding down). */
+ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t index, uint64_t *bits_out)
+{
+    double s, t;
+    if (type != REPROD_FLOAT64 || !engine_fast_double_serves(op, count)) return 0;
+    if (!engine_distill_element(contributions, count, index, &s, &t)) return 0;
+    const struct engine_format f = engine_format_of(REPROD_FLOAT64);
+    uint64_t bits = engine_fast_finish_double(&f, dir, s, t, 1, contributions, count, index);
+    if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
+    *bits_out = bits;
     return 1;
 }
 
@@ -491,6 +565,8 @@ ENGINE_FUNCTION uint64_t engine_exact_element(reprod_type type, reprod_op op, re
 {
     uint64_t bits;
     if (!force_general && engine_exact_fast(type, op, dir, contributions, count, index, &bits))
+        return bits;
+    if (!force_general && engine_exact_distilled(type, op, dir, contributions, count, index, &bits))
         return bits;
     struct engine_format f = engine_format_of(type);
     ++*general;

@@ -24,6 +24,16 @@ typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
                                            size_t element_count, double *result,
                                            struct engine_accumulator *a, size_t *general);
 
+/* The distillation tier (engine_inner.h (e)) for the lanes in `refused` (bit l: element j + l,
+ * l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l] gets
+ * their bits, by distillation or the general path. One per kernel level (engine_distill.c). */
+typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
+                                       const void *const *contributions, int count, size_t j,
+                                       int lanes, uint32_t refused, uint64_t *out,
+                                       struct engine_accumulator *a, size_t *general);
+engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
+    engine_distill_float64_generic;
+
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;

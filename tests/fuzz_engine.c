@@ -49,7 +49,7 @@ struct fuzz_case {
 
 /* Totals over the run, for the summary line. */
 static struct {
-    size_t elements, general_elements, ordered_elements;
+    size_t elements, general_elements, distilled_elements, ordered_elements;
 } totals;
 
 static void *checked_malloc(size_t bytes)
@@ -296,6 +296,20 @@ static void fuzz_exact(struct fuzz_case *c, struct rng *r)
                 report(c, "MPFR's zero against DESIGN.md 3", "oracle", i, rule, expected[i]);
         }
     }
+    /* Which tier decides each element, by the per-element functions the GPU kernels run: for
+     * binary64 every host kernel level must send exactly the elements both fast tiers refuse to
+     * the general path (two contributions: one addition, no general path at all; the binary32
+     * kernels also accept any sum the inexact flag shows exact, so they send fewer). */
+    size_t expected_general = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        uint64_t bits;
+        if (engine_exact_fast(c->type, c->op, c->dir, c->contributions, c->n, i, &bits)) continue;
+        if (engine_exact_distilled(c->type, c->op, c->dir, c->contributions, c->n, i, &bits))
+            totals.distilled_elements++;
+        else
+            expected_general++;
+    }
+    int check_general = c->type == REPROD_FLOAT64 && !(c->n == 2 && c->op == REPROD_SUM);
     const void *inputs[FUZZ_MAX_CONTRIBUTIONS];
     void *block;
     char *result = new_result(c, r, &block);
@@ -326,6 +340,13 @@ static void fuzz_exact(struct fuzz_case *c, struct rng *r)
                                            run == GENERAL ? &general : NULL, &stats);
         engine_limit_kernels(ENGINE_KERNELS_AUTO);
         if (run == DEFAULT) totals.general_elements += stats.general_elements;
+        if ((run == DEFAULT || run >= LEVELS) && check_general &&
+            stats.general_elements != expected_general) {
+            print_case_header(c, "exact");
+            fprintf(stderr, "  %s ran %zu elements on the general path, the tiers refuse %zu\n",
+                    way, stats.general_elements, expected_general);
+            c->mismatches++;
+        }
         if (run == GENERAL && stats.general_elements != c->count) {
             print_case_header(c, "exact");
             fprintf(stderr, "  force_general ran %zu of %zu elements on the general path\n",
@@ -468,9 +489,9 @@ int main(int argc, char **argv)
     double seconds =
         (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) * 1e-9;
     printf("fuzz_engine: seed %" PRIu64 ", iterations %" PRIu64 "..%" PRIu64 ": %zu exact elements"
-           " equal to MPFR (%zu on the general path), %zu ordered equal to the rank-order loop,"
-           " %.1f s\n",
-           seed, first, first + iterations - 1, totals.elements, totals.general_elements,
-           totals.ordered_elements, seconds);
+           " equal to MPFR (%zu distilled, %zu on the general path), %zu ordered equal to the"
+           " rank-order loop, %.1f s\n",
+           seed, first, first + iterations - 1, totals.elements, totals.distilled_elements,
+           totals.general_elements, totals.ordered_elements, seconds);
     return 0;
 }

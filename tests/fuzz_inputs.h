@@ -224,26 +224,40 @@ static void recipe_cancel(const struct tfmt *f, struct rng *r, int n, uint64_t *
  * time (the average's ties), written as n terms, some of them noise of v's magnitude. With v
  * at the edges this reaches the subnormal grid, the smallest normal and the overflow
  * threshold. */
-static void recipe_boundary(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+/* target = a value of exponent field `field` plus 0, a half (a tie) or one ulp, nudged half
+ * the time by +-2^-d ulp with d in [1, deepest] (not below the subnormal grid when on_grid). */
+static void fuzz_near_boundary(const struct tfmt *f, struct rng *r, int field, int deepest,
+                               int on_grid, mpfr_t target)
 {
-    int sign = fuzz_sign(r), field = fuzz_field(f, r);
     int ulp_exponent = (field > 0 ? field : 1) - f->bias - (f->p - 1);
-    mpfr_t target, piece;
-    mpfr_inits2(ORACLE_EXACT_BITS, target, piece, (mpfr_ptr)0);
+    mpfr_t piece;
+    mpfr_init2(piece, ORACLE_EXACT_BITS);
     mpfr_set_d(target, tf_to_double(fuzz_type_of(f), tf_make(f, 0, field, fuzz_fraction(f, r))),
                MPFR_RNDN);
     mpfr_set_ui_2exp(piece, (unsigned long)rng_range(r, 0, 2), ulp_exponent - 1, MPFR_RNDN);
     mpfr_add(target, target, piece, MPFR_RNDN);
     if (rng_range(r, 0, 2) != 0) {
-        mpfr_set_ui_2exp(piece, 1, ulp_exponent - rng_range(r, 1, 2 * f->p + 40), MPFR_RNDN);
-        if (fuzz_sign(r)) mpfr_neg(piece, piece, MPFR_RNDN);
-        mpfr_add(target, target, piece, MPFR_RNDN);
+        int below = rng_range(r, 1, deepest);
+        if (!on_grid || ulp_exponent - below > 1 - f->bias - (f->p - 1)) {
+            mpfr_set_ui_2exp(piece, 1, ulp_exponent - below, MPFR_RNDN);
+            if (fuzz_sign(r)) mpfr_neg(piece, piece, MPFR_RNDN);
+            mpfr_add(target, target, piece, MPFR_RNDN);
+        }
     }
+    mpfr_clear(piece);
+}
+
+static void recipe_boundary(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int sign = fuzz_sign(r), field = fuzz_field(f, r);
+    mpfr_t target;
+    mpfr_init2(target, ORACLE_EXACT_BITS);
+    fuzz_near_boundary(f, r, field, 2 * f->p + 40, 0, target);
     if (fuzz_sign(r)) mpfr_mul_ui(target, target, (unsigned long)n, MPFR_RNDN);
     if (sign) mpfr_neg(target, target, MPFR_RNDN);
     int noise = n > 2 ? rng_range(r, 0, n / 2) : 0;
     fuzz_decompose(f, r, n, target, noise, field, terms);
-    mpfr_clears(target, piece, (mpfr_ptr)0);
+    mpfr_clear(target);
 }
 
 /* Wide spreads on a rounding boundary: as recipe_boundary, with noise terms of any exponent
@@ -273,6 +287,25 @@ static void recipe_wide_boundary(const struct tfmt *f, struct rng *r, int n, uin
     mpfr_clears(target, piece, (mpfr_ptr)0);
 }
 
+/* Cancellation of any depth on a rounding boundary: as recipe_wide_boundary, with noise terms
+ * up to 2^depth times the sum (depth up to 320 binades, past what the distillation tier of
+ * engine_inner.h (e) decides in its passes), so that the sum cancels far below its terms and
+ * sits on, next to or just off a tie: each pass must be certified right or refused. */
+static void recipe_deep_cancel(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int top = tf_max_field(f) - 2;
+    int depth = rng_range(r, 0, 3) == 0 ? rng_range(r, 0, 320) : rng_range(r, 0, 120);
+    int field = rng_range(r, 1, top);
+    int noise_field = field + depth < top ? field + depth : top;
+    mpfr_t target;
+    mpfr_init2(target, ORACLE_EXACT_BITS);
+    fuzz_near_boundary(f, r, field, 2 * f->p + 60, 1, target);
+    if (fuzz_sign(r)) mpfr_neg(target, target, MPFR_RNDN);
+    int noise = n > 2 ? rng_range(r, 1, n - 2) : 0;
+    fuzz_decompose(f, r, n, target, noise, noise_field, terms);
+    mpfr_clear(target);
+}
+
 /* Infinities of either sign and NaNs (quiet or signalling, any payload and sign) put into
  * 1..3 of the terms. */
 static void fuzz_add_specials(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
@@ -290,10 +323,17 @@ static const struct {
     const char *name;
     fuzz_recipe *fill;
 } fuzz_recipes[] = {
-    {"similar", recipe_similar},   {"spread", recipe_spread},     {"subnormal", recipe_subnormal},
-    {"overflow", recipe_overflow}, {"bits", recipe_bits},         {"repeat", recipe_repeat},
-    {"cancel", recipe_cancel},     {"boundary", recipe_boundary}, {"window-tie", recipe_window_tie},
+    {"similar", recipe_similar},
+    {"spread", recipe_spread},
+    {"subnormal", recipe_subnormal},
+    {"overflow", recipe_overflow},
+    {"bits", recipe_bits},
+    {"repeat", recipe_repeat},
+    {"cancel", recipe_cancel},
+    {"boundary", recipe_boundary},
+    {"window-tie", recipe_window_tie},
     {"wide-boundary", recipe_wide_boundary},
+    {"deep-cancel", recipe_deep_cancel},
 };
 
 #define FUZZ_RECIPES ((int)(sizeof fuzz_recipes / sizeof fuzz_recipes[0]))

@@ -134,16 +134,23 @@ Test(engine, fast_path_windows_keep_the_binary64_sums_exact)
     mpfr_clears(exact, check, term, (mpfr_ptr)0);
 }
 
-/* How many of the elements engine_exact_fast (the per-element fast path the GPU kernels run)
- * refuses: every host kernel level must send exactly these to the general path. */
-static int general_by_element(reprod_type type, void **buffers, int n, size_t count)
+/* How many of the elements engine_exact_fast and engine_exact_distilled (the per-element tiers
+ * the GPU kernels run) both refuse: every host kernel level must send exactly these to the
+ * general path. *distilled: how many the distillation tier decided. */
+static int general_by_element(reprod_type type, reprod_op op, void **buffers, int n, size_t count,
+                              int *distilled)
 {
-    int refused = 0;
+    int refused = 0, tier2 = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t bits;
-        refused += !engine_exact_fast(type, REPROD_SUM, REPROD_ROUND_NEAREST,
-                                      (const void *const *)buffers, n, i, &bits);
+        const void *const *c = (const void *const *)buffers;
+        if (engine_exact_fast(type, op, REPROD_ROUND_NEAREST, c, n, i, &bits)) continue;
+        if (engine_exact_distilled(type, op, REPROD_ROUND_NEAREST, c, n, i, &bits))
+            tier2++;
+        else
+            refused++;
     }
+    if (distilled) *distilled = tier2;
     return refused;
 }
 
@@ -196,7 +203,8 @@ Test(engine, every_kernel_draws_the_fast_window_border_exactly)
 #endif
                 int expected = pair ? 0 : COUNT / 2 + 1;
                 if (t == REPROD_FLOAT64 && !pair) /* beyond the window the certificate of */
-                    expected = general_by_element((reprod_type)t, buffers, n, COUNT); /* (d) */
+                    expected = general_by_element((reprod_type)t, REPROD_SUM, buffers, n, COUNT,
+                                                  NULL); /* (d), (e) */
                 cr_expect_eq(stats.general_elements, (size_t)expected,
                              "%s N=%d kernel level %d: %zu general elements, expected %d", f->name,
                              n, level, stats.general_elements, expected);
@@ -344,6 +352,84 @@ Test(engine, exact_cancellation_residues_at_every_contribution_count)
     run_generated("cancel-residue", REPROD_FLOAT64, 40, 300, gen_cancel_residue, 22);
 }
 
+/* Cancellation of a given depth: n - 1 terms of exponents within 60 of 2^(depth + 60) and a
+ * last term that cancels their double-rounded sum, plus a residue 2^-depth times smaller: the
+ * exact sum lies about depth + 50 binades below the terms. */
+static int cancel_depth; /* binades, for gen_cancel_depth */
+
+static void gen_cancel_depth(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int centre = rng_range(r, 1023 - 300, 1023 + 300);
+    double sum = 0;
+    for (int k = 0; k < n - 2; k++) {
+        terms[k] = tf_make(f, (int)(rng_next(r) & 1), rng_range(r, centre - 60, centre + 60),
+                           random_frac(f, r));
+        sum += tf_to_double(REPROD_FLOAT64, terms[k]);
+    }
+    terms[n - 2] =
+        tf_make(f, (int)(rng_next(r) & 1), centre - 60 - cancel_depth, random_frac(f, r));
+    mpfr_t value;
+    mpfr_init2(value, f->p);
+    int inex = mpfr_set_d(value, -sum, MPFR_RNDN);
+    terms[n - 1] = oracle_fit(REPROD_FLOAT64, value, inex, MPFR_RNDN);
+    mpfr_clear(value);
+    rng_shuffle(r, terms, n);
+}
+
+/* The distillation tier (engine_inner.h (e)): sums that cancel far below their terms, which
+ * the certificate refuses, are decided by it after one or more passes; deeper ones take the
+ * general path; every kernel level agrees with the per-element tiers on which, and every
+ * result is MPFR's (check_exact, all ops and directions). */
+Test(engine, distillation_decides_cancelling_sums_and_hands_on_the_deepest)
+{
+    static const int ns[] = {3, 5, 8, 16, 17, 40, 64};
+    static const int depths[] = {0, 40, 100, 200, 600};
+    enum { COUNT = 83 };
+    int distilled_total = 0, general_total = 0;
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+        for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
+            int n = ns[s];
+            cancel_depth = depths[d];
+            struct rng r = {7000 + (uint64_t)(n * 10) + d};
+            struct tcase c = case_new("cancel-depth", REPROD_FLOAT64, n, COUNT);
+            uint64_t terms[64];
+            for (size_t i = 0; i < COUNT; i++) {
+                gen_cancel_depth(&test_formats[REPROD_FLOAT64], &r, n, terms);
+                for (int k = 0; k < n; k++)
+                    c.terms[(size_t)k * COUNT + i] = terms[k];
+            }
+            int order[64];
+            for (int k = 0; k < n; k++)
+                order[k] = k;
+            void **buffers = case_buffers(&c, order);
+            void *out = malloc(COUNT * 8);
+            for (int op = REPROD_SUM; op <= REPROD_AVG; op++) {
+                int distilled;
+                int expected = general_by_element(REPROD_FLOAT64, (reprod_op)op, buffers, n, COUNT,
+                                                  &distilled);
+                distilled_total += distilled;
+                general_total += expected;
+                for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
+                    if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+                    struct reprod_engine_stats stats = {0};
+                    reprod_engine_exact(REPROD_FLOAT64, (reprod_op)op, REPROD_ROUND_NEAREST,
+                                        (const void *const *)buffers, n, COUNT, out, NULL, &stats);
+                    engine_limit_kernels(ENGINE_KERNELS_AUTO);
+                    cr_expect_eq(stats.general_elements, (size_t)expected,
+                                 "N=%d depth %d op %d level %d: %zu general elements, expected %d",
+                                 n, cancel_depth, op, level, stats.general_elements, expected);
+                }
+            }
+            free(out);
+            buffers_free(buffers, n);
+            check_exact(&c, &r);
+            free(c.terms);
+        }
+    cr_expect_gt(distilled_total, 1000, "the distillation tier decided %d elements",
+                 distilled_total);
+    cr_expect_gt(general_total, 100, "the general path took %d elements", general_total);
+}
+
 Test(engine, exact_many_contributions_across_blocks_of_elements)
 {
     /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
@@ -488,8 +574,8 @@ Test(engine, exact_ignores_and_restores_the_caller_fp_environment)
     }
 }
 
-/* The ordered fold (sum, average, product) against MPFR rounding each operation (and, for binary32 and binary64, a
- * plain fold in the type). Finite inputs; overflow to infinity included. */
+/* The ordered fold (sum, average, product) against MPFR rounding each operation (and, for binary32
+ * and binary64, a plain fold in the type). Finite inputs; overflow to infinity included. */
 static void check_ordered(reprod_type t, int n, size_t count, generator *gen, uint64_t seed)
 {
     struct rng r = {seed};
@@ -649,8 +735,8 @@ Test(engine, ordered_element_equals_the_vector_fold_bitwise)
                 engine_limit_kernels(ENGINE_KERNELS_AUTO);
                 cr_assert_eq(rc, REPROD_OK);
                 for (size_t i = 0; i < count; i++) {
-                    uint64_t element = engine_ordered_element(
-                        (reprod_type)t, op, (const void *const *)buffers, n, i);
+                    uint64_t element = engine_ordered_element((reprod_type)t, op,
+                                                              (const void *const *)buffers, n, i);
                     uint64_t got = load_result((reprod_type)t, out, i);
                     if (element != got) report(&c, "ordered element", op, 0, i, got, element);
                     cr_assert_eq(element, got, "%s %s N=%d level %d element %zu: %#llx vs %#llx",

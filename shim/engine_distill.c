@@ -1,0 +1,203 @@
+/* engine_distill.c: the distillation tier of engine_inner.h (e) on vectors of refused lanes.
+ *
+ * A kernel's first pass refuses an element when the exponent window and the certificate (d)
+ * both fail: heavy cancellation, or t too coarse. Done one element at a time (the general
+ * path) that costs tens to hundreds of nanoseconds an element: the cliff. Here the refused
+ * lanes of a kernel's block (8 or 16 elements) are distilled together on vectors: the N terms
+ * of each lane are loaded once, the cascade runs over them in place pass after pass, and after
+ * each pass (d) decides the lanes it can; what is left after ENGINE_DISTILL_PASSES takes the
+ * general path. Every lane does the same work (no branch between elements), and it computes
+ * exactly what engine_distill_element does for one element, so which tier decides never
+ * depends on the kernel level (tests/unit/test_engine.c checks it).
+ *
+ * One body in GCC vector code, compiled for each kernel level: the wrappers below carry the
+ * target, and the always-inline body takes it on (a vector of 8 doubles is one AVX-512
+ * register, two AVX2 ones, four SSE2 ones).
+ */
+#include "engine_kernels.h"
+
+#include <string.h>
+
+typedef double distill_vector __attribute__((vector_size(64)));
+typedef int64_t distill_mask __attribute__((vector_size(64)));
+typedef uint64_t distill_unsigned __attribute__((vector_size(64)));
+
+#define DISTILL_WIDTH  8 /* lanes per vector */
+#define DISTILL_GROUPS 2 /* vectors per block at most: 16 lanes */
+#define MAGNITUDE      0x7fffffffffffffffll
+#define EXPONENT       0x7ff0000000000000ll
+#define FRACTION       0x000fffffffffffffll
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DISTILL_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+#define DISTILL_AVX2   __attribute__((target("avx2")))
+#else
+#define DISTILL_AVX512
+#define DISTILL_AVX2
+#endif
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Lane-wise tests written without comparisons, which GCC lowers to scalar code for vectors
+ * wider than the target's (and for AVX-512's mask registers): shifts and subtractions only.
+ * Each gives all ones where it holds, zeros elsewhere. */
+#define MASK_NEGATIVE(x) ((x) >> 63)     /* x < 0 */
+#define MASK_ZERO(x)     (((x)-1) >> 63) /* x == 0, for x >= 0 */
+/* x > y, for y >= 0 (x, y the bits of doubles: for y >= 0 and x not a NaN, their order as
+ * doubles is their order as signed integers); the subtraction runs unsigned (no overflow) and
+ * only counts when x >= 0. */
+#define MASK_GREATER(x, y)                                                                         \
+    (MASK_NEGATIVE((distill_mask)((distill_unsigned)(y) - (distill_unsigned)(x))) &                \
+     ~MASK_NEGATIVE(x))
+
+/* All-ones lanes where s + t is finite and certified by (d): the vector form of
+ * engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, N), operation for
+ * operation (two_n = 2N). Vectors pass by address: always inlined, nothing is passed. */
+ALWAYS_INLINE void distill_certified(const distill_vector *s_in, const distill_vector *t_in,
+                                     const distill_vector *error_sum_in, double two_n,
+                                     distill_mask *certified)
+{
+    distill_vector s = *s_in, t = *t_in, error_sum = *error_sum_in;
+    distill_vector S = s + t, v = S - s;
+    distill_vector T = (s - (S - v)) + (t - v);
+    distill_mask S_bits = (distill_mask)S, T_bits = (distill_mask)T;
+    distill_vector G = (distill_vector)(S_bits & EXPONENT);
+    distill_mask halved = MASK_ZERO(S_bits & FRACTION) & MASK_NEGATIVE(S_bits ^ T_bits);
+    distill_vector half = G * 0.5;
+    G = (distill_vector)(((distill_mask)half & halved) | ((distill_mask)G & ~halved));
+    distill_vector tail = (distill_vector)(T_bits & MAGNITUDE) * 0x1p53;
+    distill_vector Z = error_sum * two_n * 2.0;
+    distill_mask Z_bits = (distill_mask)Z; /* >= 0, or a NaN: never below (G - tail) or tail */
+    distill_mask inside =
+        MASK_GREATER((distill_mask)tail, Z_bits) & MASK_GREATER((distill_mask)(G - tail), Z_bits);
+    distill_mask finite = MASK_NEGATIVE((S_bits & MAGNITUDE) - EXPONENT);
+    *certified = (MASK_ZERO((distill_mask)error_sum) | inside) & finite;
+}
+
+/* Lanes of `mask` (all ones or zeros) as bits. */
+ALWAYS_INLINE uint32_t distill_bits(const distill_mask *mask)
+{
+    int64_t lane[DISTILL_WIDTH];
+    memcpy(lane, mask, sizeof lane);
+    uint32_t bits = 0;
+    for (int l = 0; l < DISTILL_WIDTH; l++)
+        bits |= (uint32_t)(lane[l] & 1) << l;
+    return bits;
+}
+
+/* Bits of `bits` (bit l for lane l) as a mask, into *mask. */
+ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
+{
+    const distill_mask lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+    *mask = MASK_NEGATIVE(0 - (((distill_mask){0} + (int64_t)bits) & lane_bit));
+}
+
+/* One TwoSum of the cascade on a vector of lanes: s += x exactly as (s, e), e stored in `slot`
+ * and added to t, |e| to error_sum (engine_distill_pass, lane-wise). */
+#define DISTILL_STEP(s, t, error_sum, x_in, slot)                                                  \
+    do {                                                                                           \
+        distill_vector x_ = (x_in), n_ = (s) + x_, b_ = n_ - (s);                                  \
+        distill_vector e_ = ((s) - (n_ - b_)) + (x_ - b_);                                         \
+        (slot) = e_;                                                                               \
+        (t) += e_;                                                                                 \
+        (error_sum) += (distill_vector)((distill_mask)e_ & MAGNITUDE);                             \
+        (s) = n_;                                                                                  \
+    } while (0)
+
+/* The tier for `groups` vectors of lanes (a literal at each use, so the loops over them
+ * unroll into independent chains that hide the adders' latency). */
+ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                                int count, size_t j, const int groups, uint32_t refused,
+                                uint64_t *out, struct engine_accumulator *a, size_t *general)
+{
+    const int lanes = groups * DISTILL_WIDTH;
+    uint32_t decided = 0, undecided_lanes = 0;
+    distill_vector s_done[DISTILL_GROUPS], t_done[DISTILL_GROUPS];
+    if (count <= ENGINE_DISTILL_TERMS && engine_fast_double_serves(op, count)) {
+        distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
+        distill_mask open[DISTILL_GROUPS];
+        for (int k = 0; k < count; k++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) memcpy(
+                &v[k][g], (const double *)contributions[k] + j + DISTILL_WIDTH * g, sizeof v[k][g]);
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            s_done[g] = t_done[g] = (distill_vector){0};
+            distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
+        }
+        const double two_n = 2.0 * count;
+        uint32_t undecided = refused;
+        for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
+            /* engine_distill_pass on every lane */
+            distill_vector s0 = v[0][0], t0 = {0}, error_sum0 = {0};
+            distill_vector s1 = v[0][groups - 1], t1 = {0}, error_sum1 = {0};
+            for (int k = 1; k < count; k++) {
+                DISTILL_STEP(s0, t0, error_sum0, v[k][0], v[k - 1][0]);
+                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, v[k][1], v[k - 1][1]);
+            }
+            v[count - 1][0] = s0;
+            v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
+            if (pass == 0) continue; /* the kernel's first pass was refused already */
+            const distill_vector s[2] = {s0, s1}, t[2] = {t0, t1};
+            const distill_vector error_sum[2] = {error_sum0, error_sum1};
+            distill_mask any_open = {0};
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+            {
+                distill_mask certified;
+                distill_certified(&s[g], &t[g], &error_sum[g], two_n, &certified);
+                certified &= open[g];
+                s_done[g] = (distill_vector)(((distill_mask)s[g] & certified) |
+                                             ((distill_mask)s_done[g] & ~certified));
+                t_done[g] = (distill_vector)(((distill_mask)t[g] & certified) |
+                                             ((distill_mask)t_done[g] & ~certified));
+                open[g] &= ~certified;
+                any_open |= open[g];
+            }
+            undecided = distill_bits(&any_open);
+        }
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) undecided_lanes |=
+            distill_bits(&open[g]) << (DISTILL_WIDTH * g);
+        decided = refused & ~undecided_lanes;
+    }
+    uint32_t plain = 0; /* decided lanes whose s + t is the result: nearest, a nonzero sum */
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            distill_vector sum = s_done[g] + t_done[g];
+            distill_mask take;
+            distill_lanes(decided >> (DISTILL_WIDTH * g), &take);
+            take &= ~MASK_ZERO((distill_mask)sum & MAGNITUDE);
+            distill_mask previous;
+            memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
+            previous = ((distill_mask)sum & take) | (previous & ~take);
+            memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
+            plain |= distill_bits(&take) << (DISTILL_WIDTH * g);
+        }
+    }
+    for (int lane = 0; lane < lanes; lane++) {
+        size_t index = j + (size_t)lane;
+        if (!((refused >> lane) & 1) || ((plain >> lane) & 1)) continue;
+        if ((decided >> lane) & 1) /* a refused element holds a nonzero term */
+            out[lane] = engine_float64_lane(op, dir, contributions, count, index, 1,
+                                            s_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
+                                            t_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], 1,
+                                            a, general);
+        else
+            out[lane] = engine_exact_element(REPROD_FLOAT64, op, dir, contributions, count, index,
+                                             1, a, general);
+    }
+}
+
+#define DISTILL_LEVEL(name, target)                                                                \
+    target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
+                     int count, size_t j, int lanes, uint32_t refused, uint64_t *out,              \
+                     struct engine_accumulator *a, size_t *general)                                \
+    {                                                                                              \
+        if (lanes == 16)                                                                           \
+            distill_body(op, dir, contributions, count, j, 2, refused, out, a, general);           \
+        else                                                                                       \
+            distill_body(op, dir, contributions, count, j, 1, refused, out, a, general);           \
+    }
+
+DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)
+DISTILL_LEVEL(engine_distill_float64_avx2, DISTILL_AVX2)
+DISTILL_LEVEL(engine_distill_float64_generic, )
