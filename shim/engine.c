@@ -221,25 +221,22 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
 }
 
 /* Exact binary64 sums (and averages engine_fast_double_serves), 8 elements per block in four
- * vectors of 2: the TwoSum cascade lane-wise. The span check compares magnitudes as doubles:
- * the max of |x|, and the min of (the bits of |x|) - 1, which for a zero is a NaN that the
+ * vectors of 2: the TwoSum cascade lane-wise, judged by engine_inner.h (c') and (d). For (c')
+ * the min of (the bits of |x|) - 1, compared as doubles: for a zero that is a NaN, which the
  * compare mask ignores. Infinities, NaNs and overflow show as a non-finite s + t. */
 static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                                     const void *const *contributions, int count,
                                     size_t element_count, double *result,
                                     struct engine_accumulator *a, size_t *general)
 {
-    const struct engine_format f = engine_format_of(REPROD_FLOAT64);
-    const int window = engine_fast_window(53, count);
     const v2l magnitude_mask = {0x7fffffffffffffffll, 0x7fffffffffffffffll};
     size_t j = 0;
     for (; j + 8 <= element_count; j += 8) {
-        v2d s[4], t[4], error_sum[4], max[4], min[4];
+        v2d s[4], t[4], error_sum[4], min[4];
         for (int v = 0; v < 4; v++) {
             s[v] = (v2d){-0.0, -0.0};
             t[v] = (v2d){0.0, 0.0};
             error_sum[v] = t[v];
-            max[v] = t[v];
             min[v] = (v2d){INFINITY, INFINITY};
         }
         for (int k = 0; k < count; k++) {
@@ -249,7 +246,6 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                 VLOAD(x, p + 2 * v);
                 m = (v2d)((v2l)x & magnitude_mask);
                 less_one = (v2d)((v2l)m - 1);
-                max[v] = VMAX(m, max[v]);
                 min[v] = VMIN(less_one, min[v]);
                 v2d n = s[v] + x, bb = n - s[v];
                 v2d e = (s[v] - (n - bb)) + (x - bb);
@@ -259,22 +255,21 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
             }
         }
         double s_lane[8], t_lane[8], error_sum_lane[8];
-        uint64_t max_lane[8], min_lane[8];
+        uint64_t min_lane[8];
         for (int v = 0; v < 4; v++) {
             VSTORE(s_lane + 2 * v, s[v]);
             VSTORE(t_lane + 2 * v, t[v]);
             VSTORE(error_sum_lane + 2 * v, error_sum[v]);
-            VSTORE(max_lane + 2 * v, max[v]);
             VSTORE(min_lane + 2 * v, min[v]);
         }
         int fast[8], all_plain = 1;
         double sum[8];
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
-            fast[lane] =
-                engine_is_finite(sum[lane]) &&
-                (engine_fast_span_ok(&f, max_lane[lane], min_lane[lane], window) ||
-                 engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane], count));
+            fast[lane] = engine_is_finite(sum[lane]) &&
+                         (engine_fast_errors_exact(error_sum_lane[lane], min_lane[lane]) ||
+                          engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane],
+                                                count, dir));
             all_plain &= fast[lane] && sum[lane] != 0;
         }
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {
@@ -290,9 +285,9 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                                            general);
         for (int lane = 0; lane < 8; lane++)
             if (fast[lane])
-                out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
-                                                s_lane[lane], t_lane[lane], max_lane[lane] != 0, a,
-                                                general);
+                out[lane] = engine_float64_lane(
+                    op, dir, contributions, count, j + (size_t)lane, 1, s_lane[lane], t_lane[lane],
+                    min_lane[lane] != 0x7ff0000000000000ull, a, general);
         memcpy(result + j, out, sizeof out);
     }
     return j;

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define AVX2_FUNCTION __attribute__((target("avx2")))
+#define AVX2_FUNCTION __attribute__((target("avx2,fma")))
 
 int engine_cpu_has_avx2(void)
 {
@@ -22,7 +22,8 @@ int engine_cpu_has_avx2(void)
     int has = atomic_load_explicit(&cached, memory_order_relaxed);
     if (has < 0) {
         __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+              __builtin_cpu_supports("fma");
         atomic_store_explicit(&cached, has, memory_order_relaxed);
     }
     return has;
@@ -187,8 +188,10 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
- * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N. */
-AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n)
+ * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
+ * nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
+AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n,
+                                               int nearest)
 {
     const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000ll);
     const __m256i fraction = _mm256_set1_epi64x(0xfffffffffffffll);
@@ -201,64 +204,71 @@ AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, 
         _mm256_cmpeq_epi64(_mm256_and_si256(S_bits, fraction), _mm256_setzero_si256());
     __m256i to_zero = _mm256_cmpgt_epi64(_mm256_setzero_si256(),
                                          _mm256_xor_si256(S_bits, _mm256_castpd_si256(T)));
-    __m256d halved = _mm256_castsi256_pd(_mm256_and_si256(power_of_two, to_zero));
+    __m256d halved =
+        _mm256_castsi256_pd(nearest ? power_of_two : _mm256_and_si256(power_of_two, to_zero));
     G = _mm256_blendv_pd(G, _mm256_mul_pd(G, _mm256_set1_pd(0.5)), halved);
     __m256d tail = _mm256_mul_pd(_mm256_and_pd(T, magnitude_mask), _mm256_set1_pd(0x1p53));
     __m256d Z = _mm256_mul_pd(_mm256_mul_pd(a, two_n), _mm256_set1_pd(2.0));
-    __m256d above = _mm256_cmp_pd(tail, Z, _CMP_GT_OQ);
     __m256d inside = _mm256_cmp_pd(_mm256_sub_pd(G, tail), Z, _CMP_GT_OQ);
+    if (!nearest) inside = _mm256_and_pd(inside, _mm256_cmp_pd(tail, Z, _CMP_GT_OQ));
     __m256d exact = _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ);
-    return _mm256_or_pd(exact, _mm256_and_pd(above, inside));
+    return _mm256_or_pd(exact, inside);
 }
 
 /* The binary64 kernel's running state of 4 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the certificate of engine_inner.h (d), and for the span check the max of |x| and
- * the min of the bit pattern of |x| minus one, in the floating-point domain: for a zero that
- * is a NaN, which vminpd ignores (it returns its second operand when the first is a NaN). */
+ * |e_k| for the tests of engine_inner.h (c') and (d), and for (c') the min of the bit pattern
+ * of |x| minus one, in the floating-point domain: for a zero that is a NaN, which vminpd
+ * ignores (it returns its second operand when the first is a NaN). */
 struct float64_quad {
-    __m256d s, t, a, max, min;
+    __m256d s, t, a, min;
 };
 
 AVX2_FUNCTION static inline void float64_start(struct float64_quad *x)
 {
     x->s = _mm256_set1_pd(-0.0);
-    x->t = x->a = x->max = _mm256_setzero_pd();
+    x->t = x->a = _mm256_setzero_pd();
     x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll)); /* infinity */
 }
 
-/* Add the 4 terms at p to the state. */
-AVX2_FUNCTION static inline void float64_add(struct float64_quad *x, const double *p)
+/* Add the 4 terms at p to the state; half the additions as FMAs with an opaque 1.0, as in
+ * engine_avx512.c. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_add(struct float64_quad *x,
+                                                                            const double *p)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256i one = _mm256_set1_epi64x(1);
+    __m256d unit = _mm256_set1_pd(1.0);
+    __asm__("" : "+x"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m256d v = _mm256_loadu_pd(p);
     __m256d m = _mm256_and_pd(v, magnitude_mask);
-    x->max = _mm256_max_pd(m, x->max);
     m = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m), one));
     x->min = _mm256_min_pd(m, x->min);
-    __m256d n = _mm256_add_pd(x->s, v), w = _mm256_sub_pd(n, x->s);
-    __m256d e = _mm256_add_pd(_mm256_sub_pd(x->s, _mm256_sub_pd(n, w)), _mm256_sub_pd(v, w));
-    x->t = _mm256_add_pd(x->t, e);
-    x->a = _mm256_add_pd(x->a, _mm256_and_pd(e, magnitude_mask));
+    __m256d n = _mm256_add_pd(x->s, v), w = _mm256_fmsub_pd(n, unit, x->s);
+    __m256d e =
+        _mm256_add_pd(_mm256_sub_pd(x->s, _mm256_sub_pd(n, w)), _mm256_fmsub_pd(v, unit, w));
+    x->t = _mm256_fmadd_pd(e, unit, x->t);
+    x->a = _mm256_fmadd_pd(_mm256_and_pd(e, magnitude_mask), unit, x->a);
     x->s = n;
 }
 
-/* Bit l set: lane l of a finished state is not the fast path's result (beyond the window and
- * not certified, or a non-finite s + t: infinities, NaNs, overflow). */
-AVX2_FUNCTION static inline int float64_refused(const struct float64_quad *x, int count)
+/* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
+ * (c') and s + t not certified by (d), or a non-finite s + t: infinities, NaNs, overflow). */
+AVX2_FUNCTION static inline __attribute__((always_inline)) int
+float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
     const __m256i one = _mm256_set1_epi64x(1);
-    const __m256i window = _mm256_set1_epi64x(engine_fast_window(53, count));
     __m256d sum = _mm256_add_pd(x->s, x->t);
-    __m256i e_max = _mm256_srli_epi64(_mm256_castpd_si256(x->max), 52);
-    __m256i e_min = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(x->min), one), 52);
-    __m256i subnormal = _mm256_cmpeq_epi64(e_min, _mm256_setzero_si256());
-    e_min = _mm256_sub_epi64(e_min, subnormal); /* field 0 counts as 1 */
-    __m256d wide = _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_sub_epi64(e_max, e_min), window));
+    /* t is exact when a <= 2^(field - 1023), field that of the smallest nonzero term (at
+     * least 1); a and that power of two compare as integers (a >= 0, bits below 2^63). */
+    __m256i field = _mm256_srli_epi64(_mm256_add_epi64(_mm256_castpd_si256(x->min), one), 52);
+    field = _mm256_sub_epi64(field, _mm256_cmpeq_epi64(field, _mm256_setzero_si256()));
+    __m256d wide = _mm256_castsi256_pd(
+        _mm256_cmpgt_epi64(_mm256_castpd_si256(x->a), _mm256_slli_epi64(field, 52)));
     if (_mm256_movemask_pd(wide))
-        wide = _mm256_andnot_pd(float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count)),
+        wide = _mm256_andnot_pd(float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count),
+                                                  dir == REPROD_ROUND_NEAREST),
                                 wide);
     __m256d finite = _mm256_cmp_pd(_mm256_and_pd(sum, magnitude_mask), infinity, _CMP_LT_OQ);
     return (~_mm256_movemask_pd(finite) & 0xf) | _mm256_movemask_pd(wide);
@@ -271,7 +281,7 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
                size_t *general)
 {
     __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
-    int bad_mask = float64_refused(&x[0], count) | (float64_refused(&x[1], count) << 4);
+    int bad_mask = float64_refused(&x[0], count, dir) | (float64_refused(&x[1], count, dir) << 4);
     int zero_mask = _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
                     (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
@@ -279,29 +289,31 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
         _mm256_storeu_pd(result + j + 4, sum1);
         return;
     }
-    double s[8], t[8], max[8];
+    double s[8], t[8];
+    uint64_t min[8];
     _mm256_storeu_pd(s, x[0].s);
     _mm256_storeu_pd(s + 4, x[1].s);
     _mm256_storeu_pd(t, x[0].t);
     _mm256_storeu_pd(t + 4, x[1].t);
-    _mm256_storeu_pd(max, x[0].max);
-    _mm256_storeu_pd(max + 4, x[1].max);
+    _mm256_storeu_si256((__m256i *)min, _mm256_castpd_si256(x[0].min));
+    _mm256_storeu_si256((__m256i *)(min + 4), _mm256_castpd_si256(x[1].min));
     uint64_t out[8];
     if (bad_mask)
         engine_distill_float64_avx2(op, dir, contributions, count, j, 8, (uint32_t)bad_mask, out, a,
                                     general);
     for (int lane = 0; lane < 8; lane++)
-        if (!((bad_mask >> lane) & 1))
-            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
-                                            s[lane], t[lane], max[lane] != 0, a, general);
+        if (!((bad_mask >> lane) & 1)) /* min still infinity: every term is zero */
+            out[lane] =
+                engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1, s[lane],
+                                    t[lane], min[lane] != 0x7ff0000000000000ull, a, general);
     memcpy(result + j, out, sizeof out);
 }
 
 /* Exact binary64 sums, 8 elements at a time (two vectors of 4, interleaved for latency): the
- * TwoSum cascade, the span check, the certificate of engine_inner.h (d) beyond the window.
- * Above FLOAT64_DIRECT contributions the states of FLOAT64_BLOCK elements stay in L1 while
- * FLOAT64_GROUP contributions at a time stream through them (as in engine_avx512.c); each
- * element adds its terms in the same order either way. */
+ * TwoSum cascade, the tests of engine_inner.h (c') and (d), refused lanes to the distillation
+ * tier (engine_distill.c). Above FLOAT64_DIRECT contributions the states of FLOAT64_BLOCK
+ * elements stay in L1 while FLOAT64_GROUP contributions at a time stream through them (as in
+ * engine_avx512.c); each element adds its terms in the same order either way. */
 AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
                                                const void *const *contributions, int count,
                                                size_t element_count, double *result,

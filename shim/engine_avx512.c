@@ -161,8 +161,10 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
- * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N. */
-AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n)
+ * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
+ * for rounding to nearest (only S = RN(exact sum) is needed there). */
+AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n,
+                                                  int nearest)
 {
     const __m512i exponent = _mm512_set1_epi64(0x7ff0000000000000ll);
     const __m512i fraction = _mm512_set1_epi64(0xfffffffffffffll);
@@ -170,67 +172,73 @@ AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d 
     __m512d T = _mm512_add_pd(_mm512_sub_pd(s, _mm512_sub_pd(S, v)), _mm512_sub_pd(t, v));
     __m512i S_bits = _mm512_castpd_si512(S);
     __m512d G = _mm512_castsi512_pd(_mm512_and_si512(S_bits, exponent));
-    __mmask8 halved = _mm512_testn_epi64_mask(S_bits, fraction) &
-                      _mm512_cmplt_epi64_mask(_mm512_xor_si512(S_bits, _mm512_castpd_si512(T)),
-                                              _mm512_setzero_si512()); /* T points to zero */
+    __mmask8 to_zero = _mm512_cmplt_epi64_mask(_mm512_xor_si512(S_bits, _mm512_castpd_si512(T)),
+                                               _mm512_setzero_si512()); /* T points to zero */
+    __mmask8 halved = _mm512_testn_epi64_mask(S_bits, fraction) & (nearest ? 0xff : to_zero);
     G = _mm512_mask_mul_pd(G, halved, G, _mm512_set1_pd(0.5));
     __m512d tail = _mm512_mul_pd(_mm512_abs_pd(T), _mm512_set1_pd(0x1p53));
     __m512d Z = _mm512_mul_pd(_mm512_mul_pd(a, two_n), _mm512_set1_pd(2.0));
-    __mmask8 above = _mm512_cmp_pd_mask(tail, Z, _CMP_GT_OQ);
+    __mmask8 above = nearest ? 0xff : _mm512_cmp_pd_mask(tail, Z, _CMP_GT_OQ);
     __mmask8 inside = _mm512_cmp_pd_mask(_mm512_sub_pd(G, tail), Z, _CMP_GT_OQ);
     __mmask8 exact = _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ);
     return exact | (above & inside);
 }
 
 /* The binary64 kernel's running state of 8 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the certificate of engine_inner.h (d), and the max and min of the doubled
- * magnitude bits (minus one for the min: zeros never win it) for the span check. Both tests
- * are needed: data with few bits beyond the type's often sum to exact ties, which only the
- * window proves; wide spreads only the certificate. */
+ * |e_k| for the tests of engine_inner.h (c') and (d), and the min of the doubled magnitude
+ * bits minus one (zeros never win it: all ones) for (c'). Both tests are needed: data with few
+ * bits beyond the type's often sum to exact ties, which only (c') proves; wide spreads and
+ * cancellation only (d). */
 struct float64_lanes {
     __m512d s, t, a;
-    __m512i max, min;
+    __m512i min;
 };
 
 AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
 {
     x->s = _mm512_set1_pd(-0.0);
     x->t = x->a = _mm512_setzero_pd();
-    x->max = _mm512_setzero_si512();
     x->min = _mm512_set1_epi64(-1);
 }
 
-/* Add the 8 terms at p to the state. */
-AVX512_FUNCTION static inline void float64_add(struct float64_lanes *x, const double *p)
+/* Add the 8 terms at p to the state. Half the additions run as FMAs with an opaque 1.0
+ * (x * 1 + y is x + y rounded once: the same bits): where adds and FMAs have their own units
+ * (AMD Zen 4) both are busy, elsewhere it changes nothing. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) void
+float64_add(struct float64_lanes *x, const double *p)
 {
     const __m512i one = _mm512_set1_epi64(1);
+    __m512d unit = _mm512_set1_pd(1.0);
+    __asm__("" : "+v"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m512d v = _mm512_loadu_pd(p);
     __m512i b = _mm512_castpd_si512(v);
     b = _mm512_add_epi64(b, b);
-    x->max = _mm512_max_epu64(x->max, b);
     x->min = _mm512_min_epu64(x->min, _mm512_sub_epi64(b, one));
-    __m512d n = _mm512_add_pd(x->s, v), w = _mm512_sub_pd(n, x->s);
-    __m512d e = _mm512_add_pd(_mm512_sub_pd(x->s, _mm512_sub_pd(n, w)), _mm512_sub_pd(v, w));
-    x->t = _mm512_add_pd(x->t, e);
-    x->a = _mm512_add_pd(x->a, _mm512_abs_pd(e));
+    __m512d n = _mm512_add_pd(x->s, v), w = _mm512_fmsub_pd(n, unit, x->s);
+    __m512d e =
+        _mm512_add_pd(_mm512_sub_pd(x->s, _mm512_sub_pd(n, w)), _mm512_fmsub_pd(v, unit, w));
+    x->t = _mm512_fmadd_pd(e, unit, x->t);
+    x->a = _mm512_fmadd_pd(_mm512_abs_pd(e), unit, x->a);
     x->s = n;
 }
 
-/* Lanes of a finished state whose s + t is not the fast path's result: beyond the window and
- * not certified, or a non-finite s + t (infinities, NaNs, overflow). */
-AVX512_FUNCTION static inline __mmask8 float64_refused(const struct float64_lanes *x, int count)
+/* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
+ * (c') and s + t not certified by (d), or a non-finite s + t (infinities, NaNs, overflow). */
+AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
+float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir)
 {
     const __m512i one = _mm512_set1_epi64(1);
-    const __m512i window = _mm512_set1_epi64(engine_fast_window(53, count));
     const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
     const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
     __m512d sum = _mm512_add_pd(x->s, x->t);
-    /* Exponent fields from bits 53..63 of the doubled magnitudes; subnormals count as 1,
-     * all zeros give e_min = 2048 > e_max. */
-    __m512i e_max = _mm512_srli_epi64(x->max, 53);
-    __m512i e_min = _mm512_max_epi64(_mm512_srli_epi64(_mm512_add_epi64(x->min, one), 53), one);
-    __mmask8 wide = _mm512_cmpgt_epi64_mask(_mm512_sub_epi64(e_max, e_min), window);
-    if (wide) wide &= ~float64_certified(x->s, x->t, x->a, _mm512_set1_pd(2.0 * count));
+    /* The smallest nonzero term's exponent field from bits 53..63 of its doubled magnitude
+     * (subnormals and no nonzero term: 1); t is exact when a <= 2^(field - 1023). */
+    __m512i field = _mm512_max_epu64(_mm512_srli_epi64(_mm512_add_epi64(x->min, one), 53), one);
+    __mmask8 wide =
+        _mm512_cmpgt_epu64_mask(_mm512_castpd_si512(x->a), _mm512_slli_epi64(field, 52));
+    if (wide)
+        wide &= ~float64_certified(x->s, x->t, x->a, _mm512_set1_pd(2.0 * count),
+                                   dir == REPROD_ROUND_NEAREST);
     return wide |
            _mm512_cmpge_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum), magnitude), infinity);
 }
@@ -242,8 +250,8 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
                struct engine_accumulator *a, size_t *general)
 {
     __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
-    uint32_t bad_mask =
-        (uint32_t)float64_refused(&x[0], count) | ((uint32_t)float64_refused(&x[1], count) << 8);
+    uint32_t bad_mask = (uint32_t)float64_refused(&x[0], count, dir) |
+                        ((uint32_t)float64_refused(&x[1], count, dir) << 8);
     __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
     __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
@@ -252,31 +260,31 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
         return;
     }
     double s[16], t[16];
-    uint64_t max[16];
+    uint64_t min[16];
     _mm512_storeu_pd(s, x[0].s);
     _mm512_storeu_pd(s + 8, x[1].s);
     _mm512_storeu_pd(t, x[0].t);
     _mm512_storeu_pd(t + 8, x[1].t);
-    _mm512_storeu_si512(max, x[0].max);
-    _mm512_storeu_si512(max + 8, x[1].max);
+    _mm512_storeu_si512(min, x[0].min);
+    _mm512_storeu_si512(min + 8, x[1].min);
     uint64_t out[16];
     if (bad_mask)
         engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask, out, a,
                                       general);
     for (int lane = 0; lane < 16; lane++)
-        if (!((bad_mask >> lane) & 1))
+        if (!((bad_mask >> lane) & 1)) /* min all ones: every term is zero */
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
-                                            s[lane], t[lane], max[lane] != 0, a, general);
+                                            s[lane], t[lane], min[lane] != UINT64_MAX, a, general);
     memcpy(result + j, out, sizeof out);
 }
 
-/* Exact binary64 sums: the TwoSum cascade, with the span check on the doubled magnitude bits
- * (unsigned 64-bit max/min), the certificate of engine_inner.h (d) for lanes beyond the
- * window, and a non-finite s + t for infinities, NaNs and overflow. Up to FLOAT64_DIRECT
- * contributions, 16 elements at a time run through every contribution; with more, the states
- * of a block of FLOAT64_BLOCK elements stay in L1 while groups of FLOAT64_GROUP contributions
- * stream through it (as the ordered fold does): few memory streams at a time. Each element
- * adds its terms in the same order either way. */
+/* Exact binary64 sums: the TwoSum cascade, the tests of engine_inner.h (c') and (d), and a
+ * non-finite s + t for infinities, NaNs and overflow; refused lanes go to the distillation
+ * tier (engine_distill.c). Up to FLOAT64_DIRECT contributions, 16 elements at a time run
+ * through every contribution; with more, the states of a block of FLOAT64_BLOCK elements stay
+ * in L1 while groups of FLOAT64_GROUP contributions stream through it (as the ordered fold
+ * does): few memory streams at a time. Each element adds its terms in the same order either
+ * way. */
 AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
                                                    const void *const *contributions, int count,
                                                    size_t element_count, double *result,

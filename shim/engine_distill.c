@@ -51,27 +51,40 @@ typedef uint64_t distill_unsigned __attribute__((vector_size(64)));
      ~MASK_NEGATIVE(x))
 
 /* All-ones lanes where s + t is finite and certified by (d): the vector form of
- * engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, N), operation for
- * operation (two_n = 2N). Vectors pass by address: always inlined, nothing is passed. */
+ * engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, N, dir), operation for
+ * operation (two_n = 2N; nearest: dir is to nearest). Vectors pass by address: always
+ * inlined, nothing is passed. */
 ALWAYS_INLINE void distill_certified(const distill_vector *s_in, const distill_vector *t_in,
-                                     const distill_vector *error_sum_in, double two_n,
+                                     const distill_vector *error_sum_in, double two_n, int nearest,
                                      distill_mask *certified)
 {
+    const distill_mask all = {-1, -1, -1, -1, -1, -1, -1, -1};
     distill_vector s = *s_in, t = *t_in, error_sum = *error_sum_in;
     distill_vector S = s + t, v = S - s;
     distill_vector T = (s - (S - v)) + (t - v);
     distill_mask S_bits = (distill_mask)S, T_bits = (distill_mask)T;
     distill_vector G = (distill_vector)(S_bits & EXPONENT);
-    distill_mask halved = MASK_ZERO(S_bits & FRACTION) & MASK_NEGATIVE(S_bits ^ T_bits);
+    distill_mask halved =
+        MASK_ZERO(S_bits & FRACTION) & (nearest ? all : MASK_NEGATIVE(S_bits ^ T_bits));
     distill_vector half = G * 0.5;
     G = (distill_vector)(((distill_mask)half & halved) | ((distill_mask)G & ~halved));
     distill_vector tail = (distill_vector)(T_bits & MAGNITUDE) * 0x1p53;
     distill_vector Z = error_sum * two_n * 2.0;
     distill_mask Z_bits = (distill_mask)Z; /* >= 0, or a NaN: never below (G - tail) or tail */
-    distill_mask inside =
-        MASK_GREATER((distill_mask)tail, Z_bits) & MASK_GREATER((distill_mask)(G - tail), Z_bits);
+    distill_mask inside = (nearest ? all : MASK_GREATER((distill_mask)tail, Z_bits)) &
+                          MASK_GREATER((distill_mask)(G - tail), Z_bits);
     distill_mask finite = MASK_NEGATIVE((S_bits & MAGNITUDE) - EXPONENT);
     *certified = (MASK_ZERO((distill_mask)error_sum) | inside) & finite;
+}
+
+/* All-ones lanes where t is exact by (c'): engine_fast_errors_exact lane-wise, from `low`, the
+ * min of the terms' magnitude bits minus one (below 2^63: signed arithmetic is safe). */
+ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const distill_mask *low,
+                                        distill_mask *exact)
+{
+    distill_mask field = ((*low + 1) & MAGNITUDE) >> 52;
+    field |= MASK_ZERO(field) & 1;
+    *exact = ~MASK_GREATER((distill_mask)*error_sum, field << 52);
 }
 
 /* Lanes of `mask` (all ones or zeros) as bits. */
@@ -93,10 +106,17 @@ ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
 }
 
 /* One TwoSum of the cascade on a vector of lanes: s += x exactly as (s, e), e stored in `slot`
- * and added to t, |e| to error_sum (engine_distill_pass, lane-wise). */
-#define DISTILL_STEP(s, t, error_sum, x_in, slot)                                                  \
+ * and added to t, |e| to error_sum, x's magnitude bits minus one into the min `low`
+ * (engine_distill_pass, lane-wise). */
+#define DISTILL_LOW(low, x)                                                                        \
+    do {                                                                                           \
+        distill_mask less_one_ = (((distill_mask)(x)) - 1) & MAGNITUDE, d_ = less_one_ - (low);    \
+        (low) += d_ & MASK_NEGATIVE(d_);                                                           \
+    } while (0)
+#define DISTILL_STEP(s, t, error_sum, low, x_in, slot)                                             \
     do {                                                                                           \
         distill_vector x_ = (x_in), n_ = (s) + x_, b_ = n_ - (s);                                  \
+        DISTILL_LOW(low, x_);                                                                      \
         distill_vector e_ = ((s) - (n_ - b_)) + (x_ - b_);                                         \
         (slot) = e_;                                                                               \
         (t) += e_;                                                                                 \
@@ -116,34 +136,42 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     if (count <= ENGINE_DISTILL_TERMS && engine_fast_double_serves(op, count)) {
         distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
         distill_mask open[DISTILL_GROUPS];
-        for (int k = 0; k < count; k++)
-            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) memcpy(
-                &v[k][g], (const double *)contributions[k] + j + DISTILL_WIDTH * g, sizeof v[k][g]);
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             s_done[g] = t_done[g] = (distill_vector){0};
             distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
         }
+        for (int k = 0; k < count; k++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) memcpy(
+                &v[k][g], (const double *)contributions[k] + j + DISTILL_WIDTH * g, sizeof v[k][g]);
+        const int nearest = dir == REPROD_ROUND_NEAREST;
         const double two_n = 2.0 * count;
         uint32_t undecided = refused;
         for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
             /* engine_distill_pass on every lane */
             distill_vector s0 = v[0][0], t0 = {0}, error_sum0 = {0};
             distill_vector s1 = v[0][groups - 1], t1 = {0}, error_sum1 = {0};
+            distill_mask low0 = (distill_mask){0} + MAGNITUDE, low1 = low0;
+            DISTILL_LOW(low0, s0);
+            DISTILL_LOW(low1, s1);
             for (int k = 1; k < count; k++) {
-                DISTILL_STEP(s0, t0, error_sum0, v[k][0], v[k - 1][0]);
-                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, v[k][1], v[k - 1][1]);
+                DISTILL_STEP(s0, t0, error_sum0, low0, v[k][0], v[k - 1][0]);
+                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, low1, v[k][1], v[k - 1][1]);
             }
             v[count - 1][0] = s0;
             v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
-            if (pass == 0) continue; /* the kernel's first pass was refused already */
             const distill_vector s[2] = {s0, s1}, t[2] = {t0, t1};
+            if (pass == 0) continue; /* the kernel's own first pass was refused already */
             const distill_vector error_sum[2] = {error_sum0, error_sum1};
+            const distill_mask low[2] = {low0, low1};
             distill_mask any_open = {0};
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
             {
-                distill_mask certified;
-                distill_certified(&s[g], &t[g], &error_sum[g], two_n, &certified);
+                distill_mask certified, exact;
+                distill_certified(&s[g], &t[g], &error_sum[g], two_n, nearest, &certified);
+                distill_errors_exact(&error_sum[g], &low[g], &exact);
+                distill_vector sum = s[g] + t[g];
+                certified |= exact & MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT);
                 certified &= open[g];
                 s_done[g] = (distill_vector)(((distill_mask)s[g] & certified) |
                                              ((distill_mask)s_done[g] & ~certified));

@@ -267,6 +267,13 @@ ENGINE_FUNCTION uint64_t engine_accumulator_round(struct engine_accumulator *a,
  * Then t is exact, the exact sum is s + t, and (S, T) = TwoSum(s, t) gives S = RN(sum) and
  * T = sum - S exactly: the sign of T says whether a directed rounding steps S by one ulp (to
  * infinity from the largest double when rounding away: the right overflow).
+ * (c') The binary64 kernels test (c) on the errors themselves, which are usually far below
+ *     the bound of (b), and need only the smallest term: every partial sum of the e_k is a
+ *     multiple of u at most sum |e_k| in magnitude, a double when that is at most 2^53 u. With
+ *     A = fl(sum |e_k|) (recursive, nonnegative terms: sum |e_k| <= A (1 + N 2^-52)), A <= 2^52
+ *     u suffices: t is exact. 2^52 u = 2^(f - 1023), f the exponent field of the smallest
+ *     nonzero term (at least 1), a power of two: one integer compare of A's bits with f << 52.
+ *     It accepts what the window does except its worst cases (then: (d)), and more.
  *
  * (d) Beyond the window t may be inexact, but the rounding of the exact sum is often still
  *     known from s + t: the TwoSum cascade itself stays exact for any spread, so the exact sum
@@ -286,6 +293,10 @@ ENGINE_FUNCTION uint64_t engine_accumulator_round(struct engine_accumulator *a,
  *     NaN fails every compare. A = 0 means t is exact.
  *     This covers any spread unless the sum cancels to well below the largest term or lies
  *     within about N^2 2^-106 of a double or a midpoint (then: the general path).
+ *     Rounding to nearest needs less: only S = RN(exact sum), not the side, so |T| + D < h
+ *     suffices (then |exact - S| = |T + eta| < h), with h the smaller half gap when S is a
+ *     power of two whatever T's sign. That accepts T = 0 too: sums that are (nearly) doubles,
+ *     common when the terms are of similar size, which otherwise only the window proves.
  *
  * For the 16- and 32-bit types the partial sums cannot overflow; infinite and NaN terms are
  * rejected by their exponent field (all ones).
@@ -313,20 +324,31 @@ ENGINE_FUNCTION int engine_fast_span_ok(const struct engine_format *f, uint64_t 
     return e_max - e_min <= window;
 }
 
-/* Whether s + t rounds as the exact sum s + (sum of e_k) does, t = fl(sum of e_k) and
- * error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks that
- * s + t is finite. */
-ENGINE_FUNCTION int engine_fast_certified(double s, double t, double error_sum, int count)
+/* Whether t = fl(sum of e_k) is exact by (c'): error_sum = fl(sum |e_k|), and the smallest
+ * nonzero term's magnitude bits minus one (zeros count as all ones: never the minimum). */
+ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonzero_less_one)
+{
+    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffffffffffull) >> 52;
+    if (field < 1) field = 1;
+    return engine_double_bits(error_sum) <= field << 52;
+}
+
+/* Whether s + t rounds as the exact sum s + (sum of e_k) does in direction dir, t = fl(sum of
+ * e_k) and error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks
+ * that s + t is finite. */
+ENGINE_FUNCTION int engine_fast_certified(double s, double t, double error_sum, int count,
+                                          reprod_rounding dir)
 {
     double S, T;
     engine_two_sum(s, t, &S, &T);
+    int nearest = dir == REPROD_ROUND_NEAREST;
     uint64_t S_bits = engine_double_bits(S), T_bits = engine_double_bits(T);
     uint64_t power = S_bits & 0x7ff0000000000000ull; /* 2^k, or 0 when S is subnormal */
-    int halved = (S_bits & 0xfffffffffffffull) == 0 && ((S_bits ^ T_bits) >> 63) != 0;
+    int halved = (S_bits & 0xfffffffffffffull) == 0 && (nearest || ((S_bits ^ T_bits) >> 63) != 0);
     double G = engine_double_from_bits(power) * (halved ? 0.5 : 1.0);
     double tail = engine_double_from_bits(T_bits & 0x7fffffffffffffffull) * 0x1p53;
     double Z = error_sum * (2.0 * count) * 2.0;
-    return error_sum == 0 || (tail > Z && G - tail > Z);
+    return error_sum == 0 || ((nearest || tail > Z) && G - tail > Z);
 }
 
 /* Whether a binary64 value is finite (integer test: no libm, no environment). */
@@ -450,12 +472,16 @@ ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
 #define ENGINE_DISTILL_PASSES 2  /* passes after the first, each followed by (d) */
 
 /* One pass of the cascade over v[0..n-1] in place: v becomes [e_1, ..., e_{n-1}, s]; *s, *t,
- * *error_sum as in (d). */
+ * *error_sum as in (d), and *min_nonzero_less_one over the terms it read, as in (c'). */
 ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double *t_out,
-                                         double *error_sum_out)
+                                         double *error_sum_out, uint64_t *min_nonzero_less_one)
 {
     double s = v[0], t = 0.0, error_sum = 0.0;
-    for (int k = 1; k < n; k++) {
+    uint64_t low = 0x7fffffffffffffffull;
+    for (int k = 0; k < n; k++) {
+        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
+        low = less_one < low ? less_one : low;
+        if (k == 0) continue;
         double e;
         engine_two_sum(s, v[k], &s, &e);
         v[k - 1] = e;
@@ -466,28 +492,51 @@ ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double
     *s_out = s;
     *t_out = t;
     *error_sum_out = error_sum;
+    *min_nonzero_less_one = low;
 }
 
-/* The distillation tier for binary64 element `index` (see (e)): 1 with (s, t) whose s + t
- * rounds as the exact sum, 0 when it does not decide (then: the general path). */
+/* The distillation tier for binary64 element `index` (see (e)), rounding in dir: 1 with (s, t)
+ * whose s + t rounds as the exact sum, 0 when it does not decide (then: the general path).
+ * Its first pass is the fast path's cascade, refused already; each later one is judged by
+ * (c') and (d). */
 ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int count,
-                                           size_t index, double *s_out, double *t_out)
+                                           size_t index, reprod_rounding dir, double *s_out,
+                                           double *t_out)
 {
     double v[ENGINE_DISTILL_TERMS];
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
     for (int k = 0; k < count; k++)
         v[k] = engine_double_from_bits(engine_load_bits(REPROD_FLOAT64, contributions[k], index));
     double s, t, error_sum;
-    engine_distill_pass(v, count, &s, &t, &error_sum);
+    uint64_t low;
+    engine_distill_pass(v, count, &s, &t, &error_sum, &low);
     for (int pass = 0; pass < ENGINE_DISTILL_PASSES; pass++) {
-        engine_distill_pass(v, count, &s, &t, &error_sum);
-        if (engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, count)) {
+        engine_distill_pass(v, count, &s, &t, &error_sum, &low);
+        if (engine_is_finite(s + t) && (engine_fast_errors_exact(error_sum, low) ||
+                                        engine_fast_certified(s, t, error_sum, count, dir))) {
             *s_out = s;
             *t_out = t;
             return 1;
         }
     }
     return 0;
+}
+
+/* The distillation tier's result for element `index` (binary64, an op the fast path serves):
+ * 1 with its bits, 0 when the general path must decide. Only for elements engine_exact_fast
+ * refused, which hold a nonzero term (a zero sum is then +0, or -0 rounding down). */
+ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t index, uint64_t *bits_out)
+{
+    double s, t;
+    if (type != REPROD_FLOAT64 || !engine_fast_double_serves(op, count)) return 0;
+    if (!engine_distill_element(contributions, count, index, dir, &s, &t)) return 0;
+    const struct engine_format f = engine_format_of(REPROD_FLOAT64);
+    uint64_t bits = engine_fast_finish_double(&f, dir, s, t, 1, contributions, count, index);
+    if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
+    *bits_out = bits;
+    return 1;
 }
 
 /* ---- One element, either path ----------------------------------------------------------- */
@@ -524,7 +573,9 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     int span_ok = engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window);
     if (type == REPROD_FLOAT64) {
         if (!engine_is_finite(s + t)) return 0;
-        if (!span_ok && !engine_fast_certified(s, t, error_sum, count)) return 0;
+        if (!engine_fast_errors_exact(error_sum, min_nonzero_less_one) &&
+            !engine_fast_certified(s, t, error_sum, count, dir))
+            return 0;
         uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0, contributions,
                                                   count, index);
         if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
@@ -535,23 +586,6 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1) return 0;
     *bits_out =
         engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count, index);
-    return 1;
-}
-
-/* The distillation tier's result for element `index` (binary64, an op the fast path serves):
- * 1 with its bits, 0 when the general path must decide. Only for elements engine_exact_fast
- * refused, which hold a nonzero term (a zero sum is then +0, or -0 rounding down). */
-ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, reprod_rounding dir,
-                                           const void *const *contributions, int count,
-                                           size_t index, uint64_t *bits_out)
-{
-    double s, t;
-    if (type != REPROD_FLOAT64 || !engine_fast_double_serves(op, count)) return 0;
-    if (!engine_distill_element(contributions, count, index, &s, &t)) return 0;
-    const struct engine_format f = engine_format_of(REPROD_FLOAT64);
-    uint64_t bits = engine_fast_finish_double(&f, dir, s, t, 1, contributions, count, index);
-    if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
-    *bits_out = bits;
     return 1;
 }
 
