@@ -134,6 +134,62 @@ Test(engine, fast_path_windows_keep_the_binary64_sums_exact)
     mpfr_clears(exact, check, term, (mpfr_ptr)0);
 }
 
+/* engine_inner.h (c'): whenever engine_fast_errors_exact says t is exact, s + t is the exact
+ * sum (MPFR), over elements near and beyond the window, ties, cancellation and wide spreads;
+ * and it accepts the window's elements but for few. */
+Test(engine, errors_test_proves_t_exact_only_when_it_is)
+{
+    static const int ns[] = {2, 3, 5, 8, 16, 17, 33, 64};
+    static generator *const gens[] = {gen_window_edge,    gen_ties,          gen_wide,
+                                      gen_cancel_residue, gen_wide_boundary, gen_similar};
+    const struct tfmt *f = &test_formats[REPROD_FLOAT64];
+    struct rng r = {710};
+    mpfr_t exact, check, term;
+    mpfr_inits2(ORACLE_EXACT_BITS, exact, check, term, (mpfr_ptr)0);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    int accepted = 0, trials = 0, window_refused = 0;
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+        for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++)
+            for (int trial = 0; trial < 300; trial++) {
+                int n = ns[s];
+                gens[g](f, &r, n, terms);
+                uint64_t low = 0x7fffffffffffffffull;
+                double sum = -0.0, errors = 0.0, error_sum = 0.0;
+                mpfr_set_zero(exact, 1);
+                for (int k = 0; k < n; k++) {
+                    uint64_t less_one = (terms[k] - 1) & 0x7fffffffffffffffull;
+                    low = less_one < low ? less_one : low;
+                    double x = tf_to_double(REPROD_FLOAT64, terms[k]), e;
+                    mpfr_set_d(term, x, MPFR_RNDN);
+                    mpfr_add(exact, exact, term, MPFR_RNDN);
+                    engine_two_sum(sum, x, &sum, &e);
+                    errors += e;
+                    error_sum += fabs(e);
+                }
+                if (!isfinite(sum + errors)) continue;
+                trials++;
+                if (!engine_fast_errors_exact(error_sum, low)) {
+                    window_refused += gens[g] == gen_window_edge;
+                    continue;
+                }
+                accepted++;
+                mpfr_set_d(check, sum, MPFR_RNDN);
+                mpfr_set_d(term, errors, MPFR_RNDN);
+                mpfr_add(check, check, term, MPFR_RNDN);
+                if (mpfr_cmp(check, exact) != 0) {
+                    fprintf(stderr, "(c') accepted an inexact t, N=%d:", n);
+                    for (int k = 0; k < n; k++)
+                        fprintf(stderr, " %#llx", (unsigned long long)terms[k]);
+                    fprintf(stderr, "\n");
+                    cr_assert_fail("binary64 errors test accepted an inexact t");
+                }
+            }
+    mpfr_clears(exact, check, term, (mpfr_ptr)0);
+    cr_expect_gt(accepted, trials / 3, "(c') accepted %d of %d elements", accepted, trials);
+    cr_expect_lt(window_refused, 8 * 300 / 4, "(c') refused %d window-edge elements",
+                 window_refused);
+}
+
 /* How many of the elements engine_exact_fast and engine_exact_distilled (the per-element tiers
  * the GPU kernels run) both refuse: every host kernel level must send exactly these to the
  * general path. *distilled: how many the distillation tier decided. */
