@@ -190,8 +190,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
  * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
  * nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
-AVX2_FUNCTION static __m256d float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n,
-                                               int nearest)
+AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
+float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)
 {
     const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000ll);
     const __m256i fraction = _mm256_set1_epi64x(0xfffffffffffffll);

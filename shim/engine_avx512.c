@@ -163,8 +163,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
  * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
  * for rounding to nearest (only S = RN(exact sum) is needed there). */
-AVX512_FUNCTION static __mmask8 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n,
-                                                  int nearest)
+AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
+float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)
 {
     const __m512i exponent = _mm512_set1_epi64(0x7ff0000000000000ll);
     const __m512i fraction = _mm512_set1_epi64(0xfffffffffffffll);
