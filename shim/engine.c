@@ -281,8 +281,8 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
         for (int lane = 0; lane < 8; lane++)
             refused |= (uint32_t)!fast[lane] << lane;
         if (refused)
-            engine_distill_float64_generic(op, dir, contributions, count, j, 8, refused, out, a,
-                                           general);
+            engine_distill_float64_generic(op, dir, contributions, count, j, 8, refused, NULL, out,
+                                           a, general);
         for (int lane = 0; lane < 8; lane++)
             if (fast[lane])
                 out[lane] = engine_float64_lane(

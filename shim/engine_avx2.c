@@ -230,10 +230,10 @@ AVX2_FUNCTION static inline void float64_start(struct float64_quad *x)
     x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll)); /* infinity */
 }
 
-/* Add the 4 terms at p to the state; half the additions as FMAs with an opaque 1.0, as in
- * engine_avx512.c. */
-AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_add(struct float64_quad *x,
-                                                                            const double *p)
+/* Add the 4 terms at p to the state, and store their errors at error_slot unless it is NULL;
+ * half the additions as FMAs with an opaque 1.0, as in engine_avx512.c. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) void
+float64_add(struct float64_quad *x, const double *p, double *error_slot)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256i one = _mm256_set1_epi64x(1);
@@ -249,6 +249,7 @@ AVX2_FUNCTION static inline __attribute__((always_inline)) void float64_add(stru
     x->t = _mm256_fmadd_pd(e, unit, x->t);
     x->a = _mm256_fmadd_pd(_mm256_and_pd(e, magnitude_mask), unit, x->a);
     x->s = n;
+    if (error_slot) _mm256_store_pd(error_slot, e);
 }
 
 /* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
@@ -274,11 +275,12 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
     return (~_mm256_movemask_pd(finite) & 0xf) | _mm256_movemask_pd(wide);
 }
 
-/* Write the results of the 8 elements at j from their finished states x[0], x[1]. */
-AVX2_FUNCTION static inline __attribute__((always_inline)) void
+/* Write the results of the 8 elements at j from their finished states x[0], x[1]; prepared:
+ * NULL, or their first pass's output for the distillation tier. Returns the refused lanes. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,
-               size_t *general)
+               size_t *general, double *prepared)
 {
     __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
     int bad_mask = float64_refused(&x[0], count, dir) | (float64_refused(&x[1], count, dir) << 4);
@@ -287,7 +289,7 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
         _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
         _mm256_storeu_pd(result + j + 4, sum1);
-        return;
+        return 0;
     }
     double s[8], t[8];
     uint64_t min[8];
@@ -299,14 +301,15 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     _mm256_storeu_si256((__m256i *)(min + 4), _mm256_castpd_si256(x[1].min));
     uint64_t out[8];
     if (bad_mask)
-        engine_distill_float64_avx2(op, dir, contributions, count, j, 8, (uint32_t)bad_mask, out, a,
-                                    general);
+        engine_distill_float64_avx2(op, dir, contributions, count, j, 8, (uint32_t)bad_mask,
+                                    prepared, out, a, general);
     for (int lane = 0; lane < 8; lane++)
         if (!((bad_mask >> lane) & 1)) /* min still infinity: every term is zero */
             out[lane] =
                 engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1, s[lane],
                                     t[lane], min[lane] != 0x7ff0000000000000ull, a, general);
     memcpy(result + j, out, sizeof out);
+    return (uint32_t)bad_mask;
 }
 
 /* Exact binary64 sums, 8 elements at a time (two vectors of 4, interleaved for latency): the
@@ -321,17 +324,37 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
 {
     size_t j = 0;
     if (count <= FLOAT64_DIRECT) {
+        /* After a block with refused lanes the next ones keep their errors for the
+         * distillation tier, as in engine_avx512.c. */
+        double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
+        int storing = 0; /* blocks left to store the errors of */
         for (; j + 8 <= element_count; j += 8) {
             struct float64_quad x0, x1; /* not an array: they stay in registers */
             float64_start(&x0);
             float64_start(&x1);
-            for (int k = 0; k < count; k++) {
-                const double *p = (const double *)contributions[k] + j;
-                float64_add(&x0, p);
-                float64_add(&x1, p + 4);
+            float64_add(&x0, (const double *)contributions[0] + j, NULL);
+            float64_add(&x1, (const double *)contributions[0] + j + 4, NULL);
+            if (storing) {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                    float64_add(&x0, p, slot);
+                    float64_add(&x1, p + 4, slot + 4);
+                }
+                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                _mm256_store_pd(top, x0.s);
+                _mm256_store_pd(top + 4, x1.s);
+            } else {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    float64_add(&x0, p, NULL);
+                    float64_add(&x1, p + 4, NULL);
+                }
             }
             const struct float64_quad x[2] = {x0, x1};
-            float64_finish(op, dir, contributions, count, j, x, result, a, general);
+            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
+                                              general, storing ? errors : NULL);
+            storing = refused ? 8 : storing - (storing > 0);
         }
         return j;
     }
@@ -347,13 +370,13 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
             for (int v = 0; v < vectors; v++) {
                 struct float64_quad y = x[v];
                 for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + 4 * v);
+                    float64_add(&y, (const double *)contributions[k + g] + j + 4 * v, NULL);
                 x[v] = y;
             }
         }
         for (int v = 0; v < vectors; v += 2)
             float64_finish(op, dir, contributions, count, j + 4 * (size_t)v, &x[v], result, a,
-                           general);
+                           general, NULL);
         j += length;
     }
     return j;

@@ -201,11 +201,12 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
     x->min = _mm512_set1_epi64(-1);
 }
 
-/* Add the 8 terms at p to the state. Half the additions run as FMAs with an opaque 1.0
- * (x * 1 + y is x + y rounded once: the same bits): where adds and FMAs have their own units
- * (AMD Zen 4) both are busy, elsewhere it changes nothing. */
+/* Add the 8 terms at p to the state, and store their errors at error_slot unless it is NULL
+ * (the distillation tier's first pass, done here). Half the additions run as FMAs with an
+ * opaque 1.0 (x * 1 + y is x + y rounded once: the same bits): where adds and FMAs have their own
+ * units (AMD Zen 4) both are busy, elsewhere it changes nothing. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) void
-float64_add(struct float64_lanes *x, const double *p)
+float64_add(struct float64_lanes *x, const double *p, double *error_slot)
 {
     const __m512i one = _mm512_set1_epi64(1);
     __m512d unit = _mm512_set1_pd(1.0);
@@ -220,6 +221,7 @@ float64_add(struct float64_lanes *x, const double *p)
     x->t = _mm512_fmadd_pd(e, unit, x->t);
     x->a = _mm512_fmadd_pd(_mm512_abs_pd(e), unit, x->a);
     x->s = n;
+    if (error_slot) _mm512_store_pd(error_slot, e);
 }
 
 /* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
@@ -243,11 +245,12 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir)
            _mm512_cmpge_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum), magnitude), infinity);
 }
 
-/* Write the results of the 16 elements at j from their finished states x[0], x[1]. */
-AVX512_FUNCTION static inline __attribute__((always_inline)) void
+/* Write the results of the 16 elements at j from their finished states x[0], x[1]; prepared:
+ * NULL, or their first pass's output for the distillation tier. Returns the refused lanes. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,
-               struct engine_accumulator *a, size_t *general)
+               struct engine_accumulator *a, size_t *general, double *prepared)
 {
     __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
     uint32_t bad_mask = (uint32_t)float64_refused(&x[0], count, dir) |
@@ -257,7 +260,7 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
         _mm512_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
         _mm512_storeu_pd(result + j + 8, sum1);
-        return;
+        return 0;
     }
     double s[16], t[16];
     uint64_t min[16];
@@ -269,13 +272,14 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     _mm512_storeu_si512(min + 8, x[1].min);
     uint64_t out[16];
     if (bad_mask)
-        engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask, out, a,
-                                      general);
+        engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask, prepared, out,
+                                      a, general);
     for (int lane = 0; lane < 16; lane++)
         if (!((bad_mask >> lane) & 1)) /* min all ones: every term is zero */
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
                                             s[lane], t[lane], min[lane] != UINT64_MAX, a, general);
     memcpy(result + j, out, sizeof out);
+    return bad_mask;
 }
 
 /* Exact binary64 sums: the TwoSum cascade, the tests of engine_inner.h (c') and (d), and a
@@ -292,17 +296,37 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
 {
     size_t j = 0;
     if (count <= FLOAT64_DIRECT) {
+        /* After a block with refused lanes the next ones keep their errors for the
+         * distillation tier (a store per term), which then starts at its second pass. */
+        double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
+        int storing = 0; /* blocks left to store the errors of */
         for (; j + 16 <= element_count; j += 16) {
             struct float64_lanes x0, x1; /* not an array: they stay in registers */
             float64_start(&x0);
             float64_start(&x1);
-            for (int k = 0; k < count; k++) {
-                const double *p = (const double *)contributions[k] + j;
-                float64_add(&x0, p);
-                float64_add(&x1, p + 8);
+            float64_add(&x0, (const double *)contributions[0] + j, NULL);
+            float64_add(&x1, (const double *)contributions[0] + j + 8, NULL);
+            if (storing) {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                    float64_add(&x0, p, slot);
+                    float64_add(&x1, p + 8, slot + 8);
+                }
+                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                _mm512_store_pd(top, x0.s);
+                _mm512_store_pd(top + 8, x1.s);
+            } else {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    float64_add(&x0, p, NULL);
+                    float64_add(&x1, p + 8, NULL);
+                }
             }
             const struct float64_lanes x[2] = {x0, x1};
-            float64_finish(op, dir, contributions, count, j, x, result, a, general);
+            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
+                                              general, storing ? errors : NULL);
+            storing = refused ? 8 : storing - (storing > 0);
         }
         return j;
     }
@@ -318,13 +342,13 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
             for (int v = 0; v < vectors; v++) {
                 struct float64_lanes y = x[v];
                 for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + 8 * v);
+                    float64_add(&y, (const double *)contributions[k + g] + j + 8 * v, NULL);
                 x[v] = y;
             }
         }
         for (int v = 0; v < vectors; v += 2)
             float64_finish(op, dir, contributions, count, j + 8 * (size_t)v, &x[v], result, a,
-                           general);
+                           general, NULL);
         j += length;
     }
     return j;

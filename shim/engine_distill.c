@@ -87,15 +87,16 @@ ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const d
     *exact = ~MASK_GREATER((distill_mask)*error_sum, field << 52);
 }
 
-/* Lanes of `mask` (all ones or zeros) as bits. */
+/* Lanes of `mask` (all ones or zeros) as bits: a movemask in shuffles, which every level
+ * has (a loop over the lanes costs four times as much). */
 ALWAYS_INLINE uint32_t distill_bits(const distill_mask *mask)
 {
-    int64_t lane[DISTILL_WIDTH];
-    memcpy(lane, mask, sizeof lane);
-    uint32_t bits = 0;
-    for (int l = 0; l < DISTILL_WIDTH; l++)
-        bits |= (uint32_t)(lane[l] & 1) << l;
-    return bits;
+    const distill_mask lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+    distill_mask m = *mask & lane_bit;
+    m |= __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+    m |= __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5);
+    m |= __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6);
+    return (uint32_t)m[0];
 }
 
 /* Bits of `bits` (bit l for lane l) as a mask, into *mask. */
@@ -105,18 +106,19 @@ ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
     *mask = MASK_NEGATIVE(0 - (((distill_mask){0} + (int64_t)bits) & lane_bit));
 }
 
-/* One TwoSum of the cascade on a vector of lanes: s += x exactly as (s, e), e stored in `slot`
- * and added to t, |e| to error_sum, x's magnitude bits minus one into the min `low`
- * (engine_distill_pass, lane-wise). */
+/* x's magnitude bits minus one into the min `low`, lane-wise (zeros: all ones, never the
+ * min); values below 2^63, so signed arithmetic is safe. */
 #define DISTILL_LOW(low, x)                                                                        \
     do {                                                                                           \
         distill_mask less_one_ = (((distill_mask)(x)) - 1) & MAGNITUDE, d_ = less_one_ - (low);    \
         (low) += d_ & MASK_NEGATIVE(d_);                                                           \
     } while (0)
-#define DISTILL_STEP(s, t, error_sum, low, x_in, slot)                                             \
+
+/* One TwoSum of the cascade on a vector of lanes: s += x exactly as (s, e), e stored in `slot`
+ * and added to t, |e| to error_sum (engine_distill_pass, lane-wise). */
+#define DISTILL_STEP(s, t, error_sum, x_in, slot)                                                  \
     do {                                                                                           \
         distill_vector x_ = (x_in), n_ = (s) + x_, b_ = n_ - (s);                                  \
-        DISTILL_LOW(low, x_);                                                                      \
         distill_vector e_ = ((s) - (n_ - b_)) + (x_ - b_);                                         \
         (slot) = e_;                                                                               \
         (t) += e_;                                                                                 \
@@ -125,85 +127,83 @@ ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
     } while (0)
 
 /* The tier for `groups` vectors of lanes (a literal at each use, so the loops over them
- * unroll into independent chains that hide the adders' latency). */
+ * unroll into independent chains that hide the adders' latency). Each pass is judged by (d),
+ * then, for lanes (d) refuses, by (c') on the errors it left (engine_distill_element). */
 ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
                                 int count, size_t j, const int groups, uint32_t refused,
-                                uint64_t *out, struct engine_accumulator *a, size_t *general)
+                                double *prepared, uint64_t *out, struct engine_accumulator *a,
+                                size_t *general)
 {
-    const int lanes = groups * DISTILL_WIDTH;
-    uint32_t decided = 0, undecided_lanes = 0;
+    uint32_t undecided = refused;
     distill_vector s_done[DISTILL_GROUPS], t_done[DISTILL_GROUPS];
     if (count <= ENGINE_DISTILL_TERMS && engine_fast_double_serves(op, count)) {
-        distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
+        distill_vector local[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
+        distill_vector(*v)[DISTILL_GROUPS] =
+            prepared ? (distill_vector(*)[DISTILL_GROUPS])prepared : local;
         distill_mask open[DISTILL_GROUPS];
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             s_done[g] = t_done[g] = (distill_vector){0};
             distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
         }
-        for (int k = 0; k < count; k++)
+        for (int k = 0; k < count && !prepared; k++)
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) memcpy(
                 &v[k][g], (const double *)contributions[k] + j + DISTILL_WIDTH * g, sizeof v[k][g]);
         const int nearest = dir == REPROD_ROUND_NEAREST;
         const double two_n = 2.0 * count;
-        uint32_t undecided = refused;
-        for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
+        for (int pass = prepared ? 1 : 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
             /* engine_distill_pass on every lane */
             distill_vector s0 = v[0][0], t0 = {0}, error_sum0 = {0};
             distill_vector s1 = v[0][groups - 1], t1 = {0}, error_sum1 = {0};
-            distill_mask low0 = (distill_mask){0} + MAGNITUDE, low1 = low0;
-            DISTILL_LOW(low0, s0);
-            DISTILL_LOW(low1, s1);
             for (int k = 1; k < count; k++) {
-                DISTILL_STEP(s0, t0, error_sum0, low0, v[k][0], v[k - 1][0]);
-                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, low1, v[k][1], v[k - 1][1]);
+                DISTILL_STEP(s0, t0, error_sum0, v[k][0], v[k - 1][0]);
+                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, v[k][1], v[k - 1][1]);
             }
             v[count - 1][0] = s0;
             v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
-            const distill_vector s[2] = {s0, s1}, t[2] = {t0, t1};
             if (pass == 0) continue; /* the kernel's own first pass was refused already */
+            const distill_vector s[2] = {s0, s1}, t[2] = {t0, t1};
             const distill_vector error_sum[2] = {error_sum0, error_sum1};
-            const distill_mask low[2] = {low0, low1};
-            distill_mask any_open = {0};
+            undecided = 0;
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
             {
-                distill_mask certified, exact;
+                distill_mask certified;
                 distill_certified(&s[g], &t[g], &error_sum[g], two_n, nearest, &certified);
-                distill_errors_exact(&error_sum[g], &low[g], &exact);
-                distill_vector sum = s[g] + t[g];
-                certified |= exact & MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT);
                 certified &= open[g];
+                if (distill_bits(&open[g]) != distill_bits(&certified)) {
+                    distill_mask low = (distill_mask){0} + MAGNITUDE, exact;
+                    for (int k = 0; k < count - 1; k++)
+                        DISTILL_LOW(low, v[k][g]);
+                    distill_errors_exact(&error_sum[g], &low, &exact);
+                    distill_vector sum = s[g] + t[g];
+                    exact &= MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT);
+                    certified |= exact & open[g];
+                }
                 s_done[g] = (distill_vector)(((distill_mask)s[g] & certified) |
                                              ((distill_mask)s_done[g] & ~certified));
                 t_done[g] = (distill_vector)(((distill_mask)t[g] & certified) |
                                              ((distill_mask)t_done[g] & ~certified));
                 open[g] &= ~certified;
-                any_open |= open[g];
+                undecided |= distill_bits(&open[g]) << (DISTILL_WIDTH * g);
             }
-            undecided = distill_bits(&any_open);
         }
-        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) undecided_lanes |=
-            distill_bits(&open[g]) << (DISTILL_WIDTH * g);
-        decided = refused & ~undecided_lanes;
     }
-    uint32_t plain = 0; /* decided lanes whose s + t is the result: nearest, a nonzero sum */
+    uint32_t decided = refused & ~undecided, plain = 0;
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
+        /* s + t is the result of a decided lane with a nonzero sum; the other lanes of `out`
+         * are written below or by the caller. */
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             distill_vector sum = s_done[g] + t_done[g];
-            distill_mask take;
-            distill_lanes(decided >> (DISTILL_WIDTH * g), &take);
-            take &= ~MASK_ZERO((distill_mask)sum & MAGNITUDE);
-            distill_mask previous;
-            memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
-            previous = ((distill_mask)sum & take) | (previous & ~take);
-            memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
-            plain |= distill_bits(&take) << (DISTILL_WIDTH * g);
+            distill_mask nonzero = ~MASK_ZERO((distill_mask)sum & MAGNITUDE);
+            memcpy(out + DISTILL_WIDTH * g, &sum, sizeof sum);
+            plain |= distill_bits(&nonzero) << (DISTILL_WIDTH * g);
         }
+        plain &= decided;
     }
-    for (int lane = 0; lane < lanes; lane++) {
+    for (uint32_t rest = refused & ~plain; rest; rest &= rest - 1) {
+        int lane = __builtin_ctz(rest);
         size_t index = j + (size_t)lane;
-        if (!((refused >> lane) & 1) || ((plain >> lane) & 1)) continue;
         if ((decided >> lane) & 1) /* a refused element holds a nonzero term */
             out[lane] = engine_float64_lane(op, dir, contributions, count, index, 1,
                                             s_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
@@ -217,13 +217,13 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
 
 #define DISTILL_LEVEL(name, target)                                                                \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
-                     int count, size_t j, int lanes, uint32_t refused, uint64_t *out,              \
-                     struct engine_accumulator *a, size_t *general)                                \
+                     int count, size_t j, int lanes, uint32_t refused, double *prepared,           \
+                     uint64_t *out, struct engine_accumulator *a, size_t *general)                 \
     {                                                                                              \
         if (lanes == 16)                                                                           \
-            distill_body(op, dir, contributions, count, j, 2, refused, out, a, general);           \
+            distill_body(op, dir, contributions, count, j, 2, refused, prepared, out, a, general); \
         else                                                                                       \
-            distill_body(op, dir, contributions, count, j, 1, refused, out, a, general);           \
+            distill_body(op, dir, contributions, count, j, 1, refused, prepared, out, a, general); \
     }
 
 DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)

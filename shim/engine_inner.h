@@ -472,16 +472,12 @@ ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
 #define ENGINE_DISTILL_PASSES 2  /* passes after the first, each followed by (d) */
 
 /* One pass of the cascade over v[0..n-1] in place: v becomes [e_1, ..., e_{n-1}, s]; *s, *t,
- * *error_sum as in (d), and *min_nonzero_less_one over the terms it read, as in (c'). */
+ * *error_sum as in (d). */
 ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double *t_out,
-                                         double *error_sum_out, uint64_t *min_nonzero_less_one)
+                                         double *error_sum_out)
 {
     double s = v[0], t = 0.0, error_sum = 0.0;
-    uint64_t low = 0x7fffffffffffffffull;
-    for (int k = 0; k < n; k++) {
-        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
-        low = less_one < low ? less_one : low;
-        if (k == 0) continue;
+    for (int k = 1; k < n; k++) {
         double e;
         engine_two_sum(s, v[k], &s, &e);
         v[k - 1] = e;
@@ -492,13 +488,13 @@ ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double
     *s_out = s;
     *t_out = t;
     *error_sum_out = error_sum;
-    *min_nonzero_less_one = low;
 }
 
 /* The distillation tier for binary64 element `index` (see (e)), rounding in dir: 1 with (s, t)
  * whose s + t rounds as the exact sum, 0 when it does not decide (then: the general path).
  * Its first pass is the fast path's cascade, refused already; each later one is judged by
- * (c') and (d). */
+ * (d), then by (c') with u from the smallest nonzero error the pass left (every error is a
+ * multiple of its own ulp, so of that u; a finer criterion than the terms' smallest). */
 ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int count,
                                            size_t index, reprod_rounding dir, double *s_out,
                                            double *t_out)
@@ -508,12 +504,20 @@ ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int
     for (int k = 0; k < count; k++)
         v[k] = engine_double_from_bits(engine_load_bits(REPROD_FLOAT64, contributions[k], index));
     double s, t, error_sum;
-    uint64_t low;
-    engine_distill_pass(v, count, &s, &t, &error_sum, &low);
+    engine_distill_pass(v, count, &s, &t, &error_sum);
     for (int pass = 0; pass < ENGINE_DISTILL_PASSES; pass++) {
-        engine_distill_pass(v, count, &s, &t, &error_sum, &low);
-        if (engine_is_finite(s + t) && (engine_fast_errors_exact(error_sum, low) ||
-                                        engine_fast_certified(s, t, error_sum, count, dir))) {
+        engine_distill_pass(v, count, &s, &t, &error_sum);
+        if (!engine_is_finite(s + t)) continue;
+        int decided = engine_fast_certified(s, t, error_sum, count, dir);
+        if (!decided) {
+            uint64_t low = 0x7fffffffffffffffull;
+            for (int k = 0; k < count - 1; k++) {
+                uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
+                low = less_one < low ? less_one : low;
+            }
+            decided = engine_fast_errors_exact(error_sum, low);
+        }
+        if (decided) {
             *s_out = s;
             *t_out = t;
             return 1;

@@ -26,10 +26,14 @@ typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
 
 /* The distillation tier (engine_inner.h (e)) for the lanes in `refused` (bit l: element j + l,
  * l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l] gets
- * their bits, by distillation or the general path. One per kernel level (engine_distill.c). */
+ * their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
+ * output [e_1, ..., e_{N-1}, s] of every lane, ENGINE_DISTILL_PREPARED_LANES doubles per term
+ * (64-byte aligned, overwritten); count <= ENGINE_DISTILL_TERMS then. One per kernel level
+ * (engine_distill.c). */
+#define ENGINE_DISTILL_PREPARED_LANES 16
 typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
                                        const void *const *contributions, int count, size_t j,
-                                       int lanes, uint32_t refused, uint64_t *out,
+                                       int lanes, uint32_t refused, double *prepared, uint64_t *out,
                                        struct engine_accumulator *a, size_t *general);
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
