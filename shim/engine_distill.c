@@ -87,6 +87,42 @@ ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const d
     *exact = ~MASK_GREATER((distill_mask)*error_sum, field << 52);
 }
 
+/* engine_distill_tie lane-wise (engine_inner.h (f)) for the distilled v[0..n-1][g], n >= 3:
+ * all-ones lanes in *tie where it applies, with their pair in *s_out, *t_out. */
+ALWAYS_INLINE void distill_tie(distill_vector (*v)[DISTILL_GROUPS], int n, int g, double two_n,
+                               distill_mask *tie, distill_vector *s_out, distill_vector *t_out)
+{
+    distill_vector s = v[n - 1][g], c = v[n - 2][g];
+    distill_vector S = s + c, w = S - s;
+    distill_vector T = (s - (S - w)) + (c - w);
+    distill_mask S_bits = (distill_mask)S, T_bits = (distill_mask)T;
+    distill_mask power = S_bits & EXPONENT;
+    distill_mask in_range = ~MASK_NEGATIVE(power - (23ll << 52)) & MASK_NEGATIVE(power - EXPONENT);
+    distill_mask halved = MASK_ZERO(S_bits & FRACTION) & MASK_NEGATIVE(S_bits ^ T_bits);
+    distill_vector h = (distill_vector)power * 0x1p-53, half = h * 0.5;
+    h = (distill_vector)(((distill_mask)half & halved) | ((distill_mask)h & ~halved));
+    distill_mask on_midpoint = MASK_ZERO((T_bits & MAGNITUDE) ^ (distill_mask)h);
+    distill_vector rest = {0}, rest_abs = {0};
+    for (int k = 0; k < n - 2; k++) {
+        rest += v[k][g];
+        rest_abs += (distill_vector)((distill_mask)v[k][g] & MAGNITUDE);
+    }
+    distill_vector Z = rest_abs * two_n * 2.0;
+    distill_vector tail = (distill_vector)((distill_mask)rest & MAGNITUDE) * 0x1p53;
+    distill_mask Z_bits = (distill_mask)Z;
+    distill_mask side_known = MASK_GREATER((distill_mask)tail, Z_bits) &
+                              MASK_GREATER((distill_mask)(h * 0x1p53 - tail), Z_bits);
+    distill_vector next = S + 2.0 * T;
+    distill_mask next_finite = MASK_NEGATIVE(((distill_mask)next & MAGNITUDE) - EXPONENT);
+    distill_mask short_of_midpoint = MASK_NEGATIVE((distill_mask)rest ^ T_bits);
+    *tie = in_range & on_midpoint & side_known & next_finite;
+    *s_out = (distill_vector)(((distill_mask)S & short_of_midpoint) |
+                              ((distill_mask)next & ~short_of_midpoint));
+    distill_vector forward = 0.5 * T, back = -0.5 * T;
+    *t_out = (distill_vector)(((distill_mask)forward & short_of_midpoint) |
+                              ((distill_mask)back & ~short_of_midpoint));
+}
+
 /* Lanes of `mask` (all ones or zeros) as bits: a movemask in shuffles, which every level
  * has (a loop over the lanes costs four times as much). */
 ALWAYS_INLINE uint32_t distill_bits(const distill_mask *mask)
@@ -170,18 +206,30 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
                 distill_mask certified;
                 distill_certified(&s[g], &t[g], &error_sum[g], two_n, nearest, &certified);
                 certified &= open[g];
+                distill_vector s_use = s[g], t_use = t[g];
                 if (distill_bits(&open[g]) != distill_bits(&certified)) {
                     distill_mask low = (distill_mask){0} + MAGNITUDE, exact;
                     for (int k = 0; k < count - 1; k++)
                         DISTILL_LOW(low, v[k][g]);
                     distill_errors_exact(&error_sum[g], &low, &exact);
                     distill_vector sum = s[g] + t[g];
-                    exact &= MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT);
-                    certified |= exact & open[g];
+                    distill_mask finite = MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT);
+                    certified |= exact & finite & open[g];
+                    if (distill_bits(&open[g]) != distill_bits(&certified) && count >= 3) {
+                        distill_mask tie;
+                        distill_vector s_tie, t_tie;
+                        distill_tie(v, count, g, two_n, &tie, &s_tie, &t_tie);
+                        tie &= finite & open[g] & ~certified;
+                        s_use = (distill_vector)(((distill_mask)s_tie & tie) |
+                                                 ((distill_mask)s_use & ~tie));
+                        t_use = (distill_vector)(((distill_mask)t_tie & tie) |
+                                                 ((distill_mask)t_use & ~tie));
+                        certified |= tie;
+                    }
                 }
-                s_done[g] = (distill_vector)(((distill_mask)s[g] & certified) |
+                s_done[g] = (distill_vector)(((distill_mask)s_use & certified) |
                                              ((distill_mask)s_done[g] & ~certified));
-                t_done[g] = (distill_vector)(((distill_mask)t[g] & certified) |
+                t_done[g] = (distill_vector)(((distill_mask)t_use & certified) |
                                              ((distill_mask)t_done[g] & ~certified));
                 open[g] &= ~certified;
                 undecided |= distill_bits(&open[g]) << (DISTILL_WIDTH * g);

@@ -468,6 +468,16 @@ ENGINE_FUNCTION int engine_fast_double_serves(reprod_op op, int count)
  *     for every element of a block (no branch between elements): GPU-friendly, and the host
  *     kernels run it on vectors of refused lanes (engine_distill.c). */
 
+/* (f) A pass can leave the sum on a midpoint: its last error c is exactly half an ulp of s
+ *     (adding numbers of neighbouring binades often needs just one bit more), the errors below
+ *     it (R, far smaller) decide the side, and t = fl(c + R) = c has lost them; later passes
+ *     change nothing (the expansion is distilled already). With (S, T) = TwoSum(s, c), exact,
+ *     |T| = h (the half gap beside S on T's side), R' = fl(sum of the rest), A_R = fl(sum of
+ *     |rest|) and Z as in (d): if |R'| 2^53 > Z and h 2^53 - |R'| 2^53 > Z, R has the sign of
+ *     R' and |R| < h, so the exact sum lies strictly between S and its neighbour S + 2T, past
+ *     the midpoint when R has T's sign. The pair (S + 2T, -T/2) or (S, T/2) then rounds as the
+ *     exact sum in every direction in the finishing below. */
+
 #define ENGINE_DISTILL_TERMS  64 /* up to this many contributions (N doubles per element) */
 #define ENGINE_DISTILL_PASSES 2  /* passes after the first, each followed by (d) */
 
@@ -490,11 +500,41 @@ ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double
     *error_sum_out = error_sum;
 }
 
+/* (f) for a distilled v[0..n-1] = [rest..., c, s]: 1 with (s, t) that round as the exact sum,
+ * 0 when it does not apply. */
+ENGINE_FUNCTION int engine_distill_tie(const double *v, int n, double *s_out, double *t_out)
+{
+    if (n < 3) return 0;
+    double S, T;
+    engine_two_sum(v[n - 1], v[n - 2], &S, &T);
+    uint64_t S_bits = engine_double_bits(S), T_bits = engine_double_bits(T);
+    uint64_t power = S_bits & 0x7ff0000000000000ull; /* 2^k: far from both ends of the range */
+    if (power < 23ull << 52 || power == 0x7ff0000000000000ull) return 0;
+    int halved = (S_bits & 0xfffffffffffffull) == 0 && ((S_bits ^ T_bits) >> 63) != 0;
+    double h = engine_double_from_bits(power) * 0x1p-53 * (halved ? 0.5 : 1.0);
+    if ((T_bits & 0x7fffffffffffffffull) != engine_double_bits(h)) return 0;
+    double rest = 0.0, rest_abs = 0.0;
+    for (int k = 0; k < n - 2; k++) {
+        rest += v[k];
+        rest_abs += fabs(v[k]);
+    }
+    double Z = rest_abs * (2.0 * n) * 2.0;
+    double tail = fabs(rest) * 0x1p53;
+    if (!(tail > Z && h * 0x1p53 - tail > Z)) return 0;
+    double next = S + 2.0 * T; /* the neighbour of S on T's side: exact */
+    if (!engine_is_finite(next)) return 0;
+    int short_of_midpoint = ((engine_double_bits(rest) ^ T_bits) >> 63) != 0;
+    *s_out = short_of_midpoint ? S : next;
+    *t_out = (short_of_midpoint ? 0.5 : -0.5) * T;
+    return 1;
+}
+
 /* The distillation tier for binary64 element `index` (see (e)), rounding in dir: 1 with (s, t)
  * whose s + t rounds as the exact sum, 0 when it does not decide (then: the general path).
  * Its first pass is the fast path's cascade, refused already; each later one is judged by
  * (d), then by (c') with u from the smallest nonzero error the pass left (every error is a
- * multiple of its own ulp, so of that u; a finer criterion than the terms' smallest). */
+ * multiple of its own ulp, so of that u; a finer criterion than the terms' smallest), then
+ * by (f). */
 ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int count,
                                            size_t index, reprod_rounding dir, double *s_out,
                                            double *t_out)
@@ -517,6 +557,7 @@ ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int
             }
             decided = engine_fast_errors_exact(error_sum, low);
         }
+        if (!decided) decided = engine_distill_tie(v, count, &s, &t);
         if (decided) {
             *s_out = s;
             *t_out = t;
