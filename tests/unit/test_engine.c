@@ -432,6 +432,58 @@ static void gen_cancel_depth(const struct tfmt *f, struct rng *r, int n, uint64_
     rng_shuffle(r, terms, n);
 }
 
+/* Sums on a midpoint decided far below it (engine_inner.h (f)): a, with an odd significand,
+ * plus half its ulp, plus small terms of either sign at least 60 binades lower (or none: a
+ * true tie), shuffled. */
+static void gen_tie_rest(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int field = rng_range(r, 400, 1600), sign = (int)(rng_next(r) & 1);
+    terms[0] = tf_make(f, sign, field, random_frac(f, r) | 1);
+    terms[1] = tf_make(f, rng_range(r, 0, 3) == 0 ? !sign : sign, field - 53, 0);
+    int small = rng_range(r, 0, 5) == 0 ? 0 : n - 2;
+    for (int k = 2; k < n; k++)
+        terms[k] = k - 2 < small ? tf_make(f, (int)(rng_next(r) & 1),
+                                           field - 60 - rng_range(r, 0, 300), random_frac(f, r))
+                                 : 0;
+    rng_shuffle(r, terms, n);
+}
+
+Test(engine, distillation_settles_midpoints_by_what_lies_below)
+{
+    static const int ns[] = {3, 4, 8, 16, 33};
+    int settled = 0;
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        int n = ns[s];
+        enum { COUNT = 64 };
+        struct rng r = {7300 + (uint64_t)n};
+        struct tcase c = case_new("tie-rest", REPROD_FLOAT64, n, COUNT);
+        uint64_t terms[64];
+        for (size_t i = 0; i < COUNT; i++) {
+            gen_tie_rest(&test_formats[REPROD_FLOAT64], &r, n, terms);
+            for (int k = 0; k < n; k++)
+                c.terms[(size_t)k * COUNT + i] = terms[k];
+        }
+        int order[64];
+        for (int k = 0; k < n; k++)
+            order[k] = k;
+        void **buffers = case_buffers(&c, order);
+        for (int dir = REPROD_ROUND_NEAREST; dir <= REPROD_ROUND_DOWN; dir++)
+            for (size_t i = 0; i < COUNT; i++) {
+                uint64_t bits;
+                const void *const *in = (const void *const *)buffers;
+                if (!engine_exact_fast(REPROD_FLOAT64, REPROD_SUM, (reprod_rounding)dir, in, n, i,
+                                       &bits) &&
+                    engine_exact_distilled(REPROD_FLOAT64, REPROD_SUM, (reprod_rounding)dir, in, n,
+                                           i, &bits))
+                    settled++;
+            }
+        buffers_free(buffers, n);
+        check_exact(&c, &r);
+        free(c.terms);
+    }
+    cr_expect_gt(settled, 200, "the distillation tier settled %d midpoint elements", settled);
+}
+
 /* The distillation tier (engine_inner.h (e)): sums that cancel far below their terms, which
  * the certificate refuses, are decided by it after one or more passes; deeper ones take the
  * general path; every kernel level agrees with the per-element tiers on which, and every
