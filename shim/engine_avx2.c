@@ -232,7 +232,7 @@ AVX2_FUNCTION static inline void float64_start(struct float64_quad *x)
 
 /* Add the 4 terms at p to the state, and store their errors at error_slot unless it is NULL;
  * half the additions as FMAs with an opaque 1.0, as in engine_avx512.c. */
-AVX2_FUNCTION static inline __attribute__((always_inline)) void
+AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
 float64_add(struct float64_quad *x, const double *p, double *error_slot)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
@@ -250,6 +250,38 @@ float64_add(struct float64_quad *x, const double *p, double *error_slot)
     x->a = _mm256_fmadd_pd(_mm256_and_pd(e, magnitude_mask), unit, x->a);
     x->s = n;
     if (error_slot) _mm256_store_pd(error_slot, e);
+    return e;
+}
+
+/* The distillation tier's second pass run alongside the first, as in engine_avx512.c. */
+struct float64_second {
+    __m256d s, t, a;
+};
+
+/* Add the next term of the second pass (an error e_k, k >= 2, or at the end the first pass's
+ * s); the state starts as s = e_1, t = a = 0. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) void
+float64_second_add(struct float64_second *y, __m256d v)
+{
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    __m256d n = _mm256_add_pd(y->s, v), w = _mm256_sub_pd(n, y->s);
+    __m256d e = _mm256_add_pd(_mm256_sub_pd(y->s, _mm256_sub_pd(n, w)), _mm256_sub_pd(v, w));
+    y->t = _mm256_add_pd(y->t, e);
+    y->a = _mm256_add_pd(y->a, _mm256_and_pd(e, magnitude_mask));
+    y->s = n;
+}
+
+/* Lanes (bits) of the second pass's state that (d) accepts, with a finite s + t. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) int
+float64_second_certified(const struct float64_second *y, int count, reprod_rounding dir)
+{
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
+    __m256d sum = _mm256_add_pd(y->s, y->t);
+    __m256d finite = _mm256_cmp_pd(_mm256_and_pd(sum, magnitude_mask), infinity, _CMP_LT_OQ);
+    __m256d certified = float64_certified(y->s, y->t, y->a, _mm256_set1_pd(2.0 * count),
+                                          dir == REPROD_ROUND_NEAREST);
+    return _mm256_movemask_pd(_mm256_and_pd(certified, finite));
 }
 
 /* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
@@ -276,20 +308,39 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
 }
 
 /* Write the results of the 8 elements at j from their finished states x[0], x[1]; prepared:
- * NULL, or their first pass's output for the distillation tier. Returns the refused lanes. */
+ * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
+ * second pass, which decides lanes (d) accepts there. Returns the lanes the first pass
+ * refused. */
 AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,
-               size_t *general, double *prepared)
+               size_t *general, double *prepared, const struct float64_second *y)
 {
+    /* lanes[m]: all ones in the lanes of the 4-bit mask m */
+    static const int64_t lanes[16][4] = {
+        {0, 0, 0, 0},   {-1, 0, 0, 0},   {0, -1, 0, 0},   {-1, -1, 0, 0},
+        {0, 0, -1, 0},  {-1, 0, -1, 0},  {0, -1, -1, 0},  {-1, -1, -1, 0},
+        {0, 0, 0, -1},  {-1, 0, 0, -1},  {0, -1, 0, -1},  {-1, -1, 0, -1},
+        {0, 0, -1, -1}, {-1, 0, -1, -1}, {0, -1, -1, -1}, {-1, -1, -1, -1}};
     __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
-    int bad_mask = float64_refused(&x[0], count, dir) | (float64_refused(&x[1], count, dir) << 4);
+    int bad0 = float64_refused(&x[0], count, dir), bad1 = float64_refused(&x[1], count, dir);
+    int bad_mask = bad0 | (bad1 << 4), second = 0;
+    if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */
+        int second0 = bad0 & float64_second_certified(&y[0], count, dir);
+        int second1 = bad1 & float64_second_certified(&y[1], count, dir);
+        second = second0 | (second1 << 4);
+        sum0 = _mm256_blendv_pd(sum0, _mm256_add_pd(y[0].s, y[0].t),
+                                _mm256_loadu_pd((const double *)lanes[second0]));
+        sum1 = _mm256_blendv_pd(sum1, _mm256_add_pd(y[1].s, y[1].t),
+                                _mm256_loadu_pd((const double *)lanes[second1]));
+    }
     int zero_mask = _mm256_movemask_pd(_mm256_cmp_pd(sum0, _mm256_setzero_pd(), _CMP_EQ_OQ)) |
                     (_mm256_movemask_pd(_mm256_cmp_pd(sum1, _mm256_setzero_pd(), _CMP_EQ_OQ)) << 4);
-    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero_mask) == 0) {
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST &&
+        ((bad_mask & ~second) | zero_mask) == 0) {
         _mm256_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
         _mm256_storeu_pd(result + j + 4, sum1);
-        return 0;
+        return (uint32_t)bad_mask;
     }
     double s[8], t[8];
     uint64_t min[8];
@@ -300,9 +351,21 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     _mm256_storeu_si256((__m256i *)min, _mm256_castpd_si256(x[0].min));
     _mm256_storeu_si256((__m256i *)(min + 4), _mm256_castpd_si256(x[1].min));
     uint64_t out[8];
-    if (bad_mask)
-        engine_distill_float64_avx2(op, dir, contributions, count, j, 8, (uint32_t)bad_mask,
-                                    prepared, out, a, general);
+    if (bad_mask & ~second)
+        engine_distill_float64_avx2(op, dir, contributions, count, j, 8,
+                                    (uint32_t)(bad_mask & ~second), prepared, out, a, general);
+    if (second) { /* a refused element holds a nonzero term */
+        double s2[8], t2[8];
+        _mm256_storeu_pd(s2, y[0].s);
+        _mm256_storeu_pd(s2 + 4, y[1].s);
+        _mm256_storeu_pd(t2, y[0].t);
+        _mm256_storeu_pd(t2 + 4, y[1].t);
+        for (uint32_t rest = (uint32_t)second; rest; rest &= rest - 1) {
+            int lane = __builtin_ctz(rest);
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
+                                            s2[lane], t2[lane], 1, a, general);
+        }
+    }
     for (int lane = 0; lane < 8; lane++)
         if (!((bad_mask >> lane) & 1)) /* min still infinity: every term is zero */
             out[lane] =
@@ -334,12 +397,27 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
             float64_start(&x1);
             float64_add(&x0, (const double *)contributions[0] + j, NULL);
             float64_add(&x1, (const double *)contributions[0] + j + 4, NULL);
+            struct float64_second y0, y1;
+            y0.s = y1.s = y0.t = y1.t = y0.a = y1.a = _mm256_setzero_pd();
             if (storing) {
                 for (int k = 1; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
                     double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_add(&x0, p, slot);
-                    float64_add(&x1, p + 4, slot + 4);
+                    __m256d e0 = float64_add(&x0, p, slot), e1 = float64_add(&x1, p + 4, slot + 4);
+                    if (k == 1) {
+                        y0.s = e0;
+                        y1.s = e1;
+                    } else {
+                        float64_second_add(&y0, e0);
+                        float64_second_add(&y1, e1);
+                    }
+                }
+                if (count > 1) {
+                    float64_second_add(&y0, x0.s);
+                    float64_second_add(&y1, x1.s);
+                } else { /* the second pass over [s] alone */
+                    y0.s = x0.s;
+                    y1.s = x1.s;
                 }
                 double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
                 _mm256_store_pd(top, x0.s);
@@ -352,9 +430,10 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
                 }
             }
             const struct float64_quad x[2] = {x0, x1};
+            const struct float64_second y[2] = {y0, y1};
             uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL);
-            storing = refused ? 8 : storing - (storing > 0);
+                                              general, storing ? errors : NULL, y);
+            storing = refused ? 2 : storing - (storing > 0);
         }
         return j;
     }
@@ -376,7 +455,7 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
         }
         for (int v = 0; v < vectors; v += 2)
             float64_finish(op, dir, contributions, count, j + 4 * (size_t)v, &x[v], result, a,
-                           general, NULL);
+                           general, NULL, NULL);
         j += length;
     }
     return j;

@@ -205,7 +205,7 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
  * (the distillation tier's first pass, done here). Half the additions run as FMAs with an
  * opaque 1.0 (x * 1 + y is x + y rounded once: the same bits): where adds and FMAs have their own
  * units (AMD Zen 4) both are busy, elsewhere it changes nothing. */
-AVX512_FUNCTION static inline __attribute__((always_inline)) void
+AVX512_FUNCTION static inline __attribute__((always_inline)) __m512d
 float64_add(struct float64_lanes *x, const double *p, double *error_slot)
 {
     const __m512i one = _mm512_set1_epi64(1);
@@ -222,6 +222,25 @@ float64_add(struct float64_lanes *x, const double *p, double *error_slot)
     x->a = _mm512_fmadd_pd(_mm512_abs_pd(e), unit, x->a);
     x->s = n;
     if (error_slot) _mm512_store_pd(error_slot, e);
+    return e;
+}
+
+/* The distillation tier's second pass (engine_inner.h (e)) run alongside the first: the
+ * cascade over [e_1, ..., e_{N-1}, s] as the first pass makes them, (s, t, a) as there. */
+struct float64_second {
+    __m512d s, t, a;
+};
+
+/* Add the next term of the second pass (an error e_k, k >= 2, or at the end the first pass's
+ * s); the state starts as s = e_1, t = a = 0. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) void
+float64_second_add(struct float64_second *y, __m512d v)
+{
+    __m512d n = _mm512_add_pd(y->s, v), w = _mm512_sub_pd(n, y->s);
+    __m512d e = _mm512_add_pd(_mm512_sub_pd(y->s, _mm512_sub_pd(n, w)), _mm512_sub_pd(v, w));
+    y->t = _mm512_add_pd(y->t, e);
+    y->a = _mm512_add_pd(y->a, _mm512_abs_pd(e));
+    y->s = n;
 }
 
 /* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
@@ -246,21 +265,42 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir)
 }
 
 /* Write the results of the 16 elements at j from their finished states x[0], x[1]; prepared:
- * NULL, or their first pass's output for the distillation tier. Returns the refused lanes. */
+ * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
+ * second pass, which decides lanes (d) accepts there. Returns the lanes the first pass
+ * refused. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,
-               struct engine_accumulator *a, size_t *general, double *prepared)
+               struct engine_accumulator *a, size_t *general, double *prepared,
+               const struct float64_second *y)
 {
+    const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
+    const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
     __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
-    uint32_t bad_mask = (uint32_t)float64_refused(&x[0], count, dir) |
-                        ((uint32_t)float64_refused(&x[1], count, dir) << 8);
+    __mmask8 bad0 = float64_refused(&x[0], count, dir), bad1 = float64_refused(&x[1], count, dir);
+    uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8), second = 0;
+    if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */
+        __m512d two_n = _mm512_set1_pd(2.0 * count);
+        __m512d sum2_0 = _mm512_add_pd(y[0].s, y[0].t), sum2_1 = _mm512_add_pd(y[1].s, y[1].t);
+        __mmask8 second0 =
+            bad0 & float64_certified(y[0].s, y[0].t, y[0].a, two_n, dir == REPROD_ROUND_NEAREST) &
+            _mm512_cmplt_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum2_0), magnitude),
+                                    infinity);
+        __mmask8 second1 =
+            bad1 & float64_certified(y[1].s, y[1].t, y[1].a, two_n, dir == REPROD_ROUND_NEAREST) &
+            _mm512_cmplt_epu64_mask(_mm512_and_si512(_mm512_castpd_si512(sum2_1), magnitude),
+                                    infinity);
+        second = (uint32_t)second0 | ((uint32_t)second1 << 8);
+        sum0 = _mm512_mask_blend_pd(second0, sum0, sum2_0);
+        sum1 = _mm512_mask_blend_pd(second1, sum1, sum2_1);
+    }
     __mmask8 zero0 = _mm512_cmp_pd_mask(sum0, _mm512_setzero_pd(), _CMP_EQ_OQ);
     __mmask8 zero1 = _mm512_cmp_pd_mask(sum1, _mm512_setzero_pd(), _CMP_EQ_OQ);
-    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && (bad_mask | zero0 | zero1) == 0) {
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST &&
+        ((bad_mask & ~second) | zero0 | zero1) == 0) {
         _mm512_storeu_pd(result + j, sum0); /* RN(s + t) is the nearest rounding */
         _mm512_storeu_pd(result + j + 8, sum1);
-        return 0;
+        return bad_mask;
     }
     double s[16], t[16];
     uint64_t min[16];
@@ -271,9 +311,24 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     _mm512_storeu_si512(min, x[0].min);
     _mm512_storeu_si512(min + 8, x[1].min);
     uint64_t out[16];
-    if (bad_mask)
-        engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask, prepared, out,
-                                      a, general);
+    if (bad_mask & ~second)
+        engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask & ~second,
+                                      prepared, out, a, general);
+    if (second) { /* a refused element holds a nonzero term */
+        _mm512_storeu_pd(s, y[0].s);
+        _mm512_storeu_pd(s + 8, y[1].s);
+        _mm512_storeu_pd(t, y[0].t);
+        _mm512_storeu_pd(t + 8, y[1].t);
+        for (uint32_t rest = second; rest; rest &= rest - 1) {
+            int lane = __builtin_ctz(rest);
+            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
+                                            s[lane], t[lane], 1, a, general);
+        }
+        _mm512_storeu_pd(s, x[0].s);
+        _mm512_storeu_pd(s + 8, x[1].s);
+        _mm512_storeu_pd(t, x[0].t);
+        _mm512_storeu_pd(t + 8, x[1].t);
+    }
     for (int lane = 0; lane < 16; lane++)
         if (!((bad_mask >> lane) & 1)) /* min all ones: every term is zero */
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
@@ -306,12 +361,27 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
             float64_start(&x1);
             float64_add(&x0, (const double *)contributions[0] + j, NULL);
             float64_add(&x1, (const double *)contributions[0] + j + 8, NULL);
+            struct float64_second y0, y1;
+            y0.s = y1.s = y0.t = y1.t = y0.a = y1.a = _mm512_setzero_pd();
             if (storing) {
                 for (int k = 1; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
                     double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_add(&x0, p, slot);
-                    float64_add(&x1, p + 8, slot + 8);
+                    __m512d e0 = float64_add(&x0, p, slot), e1 = float64_add(&x1, p + 8, slot + 8);
+                    if (k == 1) {
+                        y0.s = e0;
+                        y1.s = e1;
+                    } else {
+                        float64_second_add(&y0, e0);
+                        float64_second_add(&y1, e1);
+                    }
+                }
+                if (count > 1) {
+                    float64_second_add(&y0, x0.s);
+                    float64_second_add(&y1, x1.s);
+                } else { /* the second pass over [s] alone */
+                    y0.s = x0.s;
+                    y1.s = x1.s;
                 }
                 double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
                 _mm512_store_pd(top, x0.s);
@@ -324,9 +394,10 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
                 }
             }
             const struct float64_lanes x[2] = {x0, x1};
+            const struct float64_second y[2] = {y0, y1};
             uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL);
-            storing = refused ? 8 : storing - (storing > 0);
+                                              general, storing ? errors : NULL, y);
+            storing = refused ? 2 : storing - (storing > 0);
         }
         return j;
     }
@@ -348,7 +419,7 @@ AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding
         }
         for (int v = 0; v < vectors; v += 2)
             float64_finish(op, dir, contributions, count, j + 8 * (size_t)v, &x[v], result, a,
-                           general, NULL);
+                           general, NULL, NULL);
         j += length;
     }
     return j;
