@@ -258,8 +258,15 @@ struct float64_second {
     __m256d s, t, a;
 };
 
-/* Add the next term of the second pass (an error e_k, k >= 2, or at the end the first pass's
- * s); the state starts as s = e_1, t = a = 0. */
+/* An empty second pass: s = -0 (adding e_1 to it gives e_1 and no error, as starting from
+ * e_1 would). */
+AVX2_FUNCTION static inline void float64_second_start(struct float64_second *y)
+{
+    y->s = _mm256_set1_pd(-0.0);
+    y->t = y->a = _mm256_setzero_pd();
+}
+
+/* Add the next term of the second pass: an error e_k, or at the end the first pass's s. */
 AVX2_FUNCTION static inline __attribute__((always_inline)) void
 float64_second_add(struct float64_second *y, __m256d v)
 {
@@ -398,27 +405,17 @@ AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir
             float64_add(&x0, (const double *)contributions[0] + j, NULL);
             float64_add(&x1, (const double *)contributions[0] + j + 4, NULL);
             struct float64_second y0, y1;
-            y0.s = y1.s = y0.t = y1.t = y0.a = y1.a = _mm256_setzero_pd();
+            float64_second_start(&y0);
+            float64_second_start(&y1);
             if (storing) {
                 for (int k = 1; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
                     double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    __m256d e0 = float64_add(&x0, p, slot), e1 = float64_add(&x1, p + 4, slot + 4);
-                    if (k == 1) {
-                        y0.s = e0;
-                        y1.s = e1;
-                    } else {
-                        float64_second_add(&y0, e0);
-                        float64_second_add(&y1, e1);
-                    }
+                    float64_second_add(&y0, float64_add(&x0, p, slot));
+                    float64_second_add(&y1, float64_add(&x1, p + 4, slot + 4));
                 }
-                if (count > 1) {
-                    float64_second_add(&y0, x0.s);
-                    float64_second_add(&y1, x1.s);
-                } else { /* the second pass over [s] alone */
-                    y0.s = x0.s;
-                    y1.s = x1.s;
-                }
+                float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+                float64_second_add(&y1, x1.s);
                 double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
                 _mm256_store_pd(top, x0.s);
                 _mm256_store_pd(top + 4, x1.s);
