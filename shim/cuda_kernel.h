@@ -169,7 +169,8 @@ ENGINE_FUNCTION void reprod_kernel_reduce(const struct reprod_kernel_args *args,
         if (args->premul != REPROD_KERNEL_PREMUL_NONE || !args->ordered) {
             if (args->premul == REPROD_KERNEL_PREMUL_NONE &&
                 (engine_exact_fast(type, op, dir, c, count, (size_t)i, &bits) ||
-                 engine_exact_distilled(type, op, dir, c, count, (size_t)i, &bits))) {
+                 engine_exact_distilled(type, op, dir, c, count, (size_t)i, &bits) ||
+                 engine_exact_wide32(type, op, dir, c, count, (size_t)i, &bits))) {
                 engine_store_bits(type, args->out, (size_t)i, bits);
                 continue;
             }

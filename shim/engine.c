@@ -204,13 +204,14 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
         VSTORE(bad_lane + 4, bad1);
         VSTORE(max_lane, max0);
         VSTORE(max_lane + 4, max1);
-        uint32_t out[8];
+        uint32_t out[8], refused = 0;
+        for (int lane = 0; lane < 8; lane++)
+            refused |= (uint32_t)(bad_lane[lane] != 0) << lane;
+        if (refused)
+            engine_wide32_generic(op, dir, contributions, count, j, 8, refused, out, a, general);
         for (int lane = 0; lane < 8; lane++) {
             size_t index = j + (size_t)lane;
-            if (bad_lane[lane])
-                out[lane] = (uint32_t)engine_exact_element(REPROD_FLOAT32, op, dir, contributions,
-                                                           count, index, 1, a, general);
-            else
+            if (!bad_lane[lane])
                 out[lane] =
                     (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sums[lane],
                                                  max_lane[lane] != 0, contributions, count, index);

@@ -171,12 +171,12 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 continue;
             }
             uint32_t out[16];
+            if (bad_mask)
+                engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
+                                   out, a, general);
             for (int lane = 0; lane < 16; lane++) {
                 size_t index = j + b + (size_t)lane;
-                if ((bad_mask >> lane) & 1)
-                    out[lane] = (uint32_t)engine_exact_element(
-                        REPROD_FLOAT32, op, dir, contributions, count, index, 1, a, general);
-                else /* any_nonzero unknown (-1): only a zero sum needs it, and looks */
+                if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */
                     out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
                                                              -1, contributions, count, index);
             }

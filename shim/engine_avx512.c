@@ -144,12 +144,15 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
                 continue;
             }
             uint32_t out[32];
+            if (bad_mask & 0xffff)
+                engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
+                                     out, a, general);
+            if (bad_mask >> 16)
+                engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
+                                     out + 16, a, general);
             for (int lane = 0; lane < 32; lane++) {
                 size_t index = j + b + (size_t)lane;
-                if ((bad_mask >> lane) & 1)
-                    out[lane] = (uint32_t)engine_exact_element(
-                        REPROD_FLOAT32, op, dir, contributions, count, index, 1, a, general);
-                else
+                if (!((bad_mask >> lane) & 1))
                     out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
                                                              -1, contributions, count, index);
             }

@@ -162,6 +162,27 @@ ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
         (s) = n_;                                                                                  \
     } while (0)
 
+/* dst = src in the lanes of mask, unchanged elsewhere. */
+#define DISTILL_SELECT(dst, src, mask)                                                             \
+    ((dst) = (distill_vector)(((distill_mask)(src) & (mask)) | ((distill_mask)(dst) & ~(mask))))
+
+/* One pass of the cascade (engine_distill_pass) over v[0..count-1][g] for every group, in
+ * place; its (s, t, error_sum) per group. Two chains interleaved when groups is 2. */
+ALWAYS_INLINE void distill_pass(distill_vector (*v)[DISTILL_GROUPS], int count, const int groups,
+                                distill_vector *s, distill_vector *t, distill_vector *error_sum)
+{
+    distill_vector s0 = v[0][0], t0 = {0}, error_sum0 = {0};
+    distill_vector s1 = v[0][groups - 1], t1 = {0}, error_sum1 = {0};
+    for (int k = 1; k < count; k++) {
+        DISTILL_STEP(s0, t0, error_sum0, v[k][0], v[k - 1][0]);
+        if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, v[k][1], v[k - 1][1]);
+    }
+    v[count - 1][0] = s0;
+    v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
+    s[0] = s0, t[0] = t0, error_sum[0] = error_sum0;
+    s[1] = s1, t[1] = t1, error_sum[1] = error_sum1;
+}
+
 /* The tier for `groups` vectors of lanes (a literal at each use, so the loops over them
  * unroll into independent chains that hide the adders' latency). Each pass is judged by (d),
  * then, for lanes (d) refuses, by (c') on the errors it left (engine_distill_element). */
@@ -188,18 +209,9 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
         const int nearest = dir == REPROD_ROUND_NEAREST;
         const double two_n = 2.0 * count;
         for (int pass = prepared ? 1 : 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
-            /* engine_distill_pass on every lane */
-            distill_vector s0 = v[0][0], t0 = {0}, error_sum0 = {0};
-            distill_vector s1 = v[0][groups - 1], t1 = {0}, error_sum1 = {0};
-            for (int k = 1; k < count; k++) {
-                DISTILL_STEP(s0, t0, error_sum0, v[k][0], v[k - 1][0]);
-                if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, v[k][1], v[k - 1][1]);
-            }
-            v[count - 1][0] = s0;
-            v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
+            distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
+            distill_pass(v, count, groups, s, t, error_sum);
             if (pass == 0) continue; /* the kernel's own first pass was refused already */
-            const distill_vector s[2] = {s0, s1}, t[2] = {t0, t1};
-            const distill_vector error_sum[2] = {error_sum0, error_sum1};
             undecided = 0;
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
             {
@@ -220,17 +232,13 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
                         distill_vector s_tie, t_tie;
                         distill_tie(v, count, g, two_n, &tie, &s_tie, &t_tie);
                         tie &= finite & open[g] & ~certified;
-                        s_use = (distill_vector)(((distill_mask)s_tie & tie) |
-                                                 ((distill_mask)s_use & ~tie));
-                        t_use = (distill_vector)(((distill_mask)t_tie & tie) |
-                                                 ((distill_mask)t_use & ~tie));
+                        DISTILL_SELECT(s_use, s_tie, tie);
+                        DISTILL_SELECT(t_use, t_tie, tie);
                         certified |= tie;
                     }
                 }
-                s_done[g] = (distill_vector)(((distill_mask)s_use & certified) |
-                                             ((distill_mask)s_done[g] & ~certified));
-                t_done[g] = (distill_vector)(((distill_mask)t_use & certified) |
-                                             ((distill_mask)t_done[g] & ~certified));
+                DISTILL_SELECT(s_done[g], s_use, certified);
+                DISTILL_SELECT(t_done[g], t_use, certified);
                 open[g] &= ~certified;
                 undecided |= distill_bits(&open[g]) << (DISTILL_WIDTH * g);
             }
@@ -263,6 +271,97 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     }
 }
 
+/* Binary32 lanes beyond the fast path's window (engine_inner.h (g)), `groups` vectors of 8:
+ * the binary64 cascade over the terms, judged by (c') (u: the smallest term's float ulp), then
+ * up to ENGINE_DISTILL_PASSES passes of (e) judged by (c') on their errors; decided lanes round
+ * S + T = TwoSum(s, t) to binary32 through the odd neighbour (engine_wide32_finish), the
+ * hardware conversion when rounding a nonzero sum to nearest. engine_wide32_sum lane-wise. */
+ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                               int count, size_t j, const int groups, uint32_t refused,
+                               uint32_t *out, struct engine_accumulator *a, size_t *general)
+{
+    typedef float float_vector __attribute__((vector_size(32)));
+    typedef float float_half __attribute__((vector_size(16)));
+    uint32_t undecided = refused;
+    distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
+    if (count <= ENGINE_DISTILL_TERMS) {
+        distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
+        distill_mask open[DISTILL_GROUPS], low[DISTILL_GROUPS];
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            S_done[g] = T_done[g] = (distill_vector){0};
+            distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
+            low[g] = (distill_mask){0} + MAGNITUDE;
+        }
+        for (int k = 0; k < count; k++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+            {
+                float_vector x;
+                memcpy(&x, (const float *)contributions[k] + j + DISTILL_WIDTH * g, sizeof x);
+                v[k][g] = __builtin_convertvector(x, distill_vector);
+                DISTILL_LOW(low[g], v[k][g]);
+            }
+        for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
+            distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
+            distill_pass(v, count, groups, s, t, error_sum);
+            undecided = 0;
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+            {
+                if (pass > 0) { /* the errors the pass left */
+                    low[g] = (distill_mask){0} + MAGNITUDE;
+                    for (int k = 0; k < count - 1; k++)
+                        DISTILL_LOW(low[g], v[k][g]);
+                }
+                /* (c'): error_sum <= 2^(field - 1023), plus 29 binades on the terms */
+                distill_mask field = ((low[g] + 1) & MAGNITUDE) >> 52;
+                field = (field | (MASK_ZERO(field) & 1)) + (pass == 0 ? 29 : 0);
+                distill_mask exact = ~MASK_GREATER((distill_mask)error_sum[g], field << 52);
+                distill_vector sum = s[g] + t[g];
+                exact &= MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT) & open[g];
+                distill_vector S = sum, w = S - s[g];
+                distill_vector T = (s[g] - (S - w)) + (t[g] - w);
+                DISTILL_SELECT(S_done[g], S, exact);
+                DISTILL_SELECT(T_done[g], T, exact);
+                open[g] &= ~exact;
+                undecided |= distill_bits(&open[g]) << (DISTILL_WIDTH * g);
+            }
+        }
+    }
+    uint32_t decided = refused & ~undecided, plain = 0;
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
+        /* round to odd, then the hardware's nearest conversion (nonzero sums) */
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            distill_mask S_bits = (distill_mask)S_done[g], T_bits = (distill_mask)T_done[g];
+            distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
+            distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
+            distill_vector odd = (distill_vector)(S_bits + step);
+            float_vector rounded;
+            float_half low_half =
+                __builtin_convertvector(__builtin_shufflevector(odd, odd, 0, 1, 2, 3), float_half);
+            float_half high_half =
+                __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), float_half);
+            rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
+            memcpy(out + DISTILL_WIDTH * g, &rounded, sizeof rounded);
+            distill_mask nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
+            plain |= distill_bits(&nonzero) << (DISTILL_WIDTH * g);
+        }
+        plain &= decided;
+    }
+    for (uint32_t rest = refused & ~plain; rest; rest &= rest - 1) {
+        int lane = __builtin_ctz(rest);
+        size_t index = j + (size_t)lane;
+        uint64_t bits;
+        if (((decided >> lane) & 1) &&
+            engine_wide32_finish(op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
+                                 T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], count, &bits))
+            out[lane] = (uint32_t)bits;
+        else
+            out[lane] = (uint32_t)engine_exact_element(REPROD_FLOAT32, op, dir, contributions,
+                                                       count, index, 1, a, general);
+    }
+}
+
 #define DISTILL_LEVEL(name, target)                                                                \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
                      int count, size_t j, int lanes, uint32_t refused, double *prepared,           \
@@ -277,3 +376,18 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
 DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)
 DISTILL_LEVEL(engine_distill_float64_avx2, DISTILL_AVX2)
 DISTILL_LEVEL(engine_distill_float64_generic, )
+
+#define WIDE32_LEVEL(name, target)                                                                 \
+    target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
+                     int count, size_t j, int lanes, uint32_t refused, uint32_t *out,              \
+                     struct engine_accumulator *a, size_t *general)                                \
+    {                                                                                              \
+        if (lanes == 16)                                                                           \
+            wide32_body(op, dir, contributions, count, j, 2, refused, out, a, general);            \
+        else                                                                                       \
+            wide32_body(op, dir, contributions, count, j, 1, refused, out, a, general);            \
+    }
+
+WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512)
+WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2)
+WIDE32_LEVEL(engine_wide32_generic, )

@@ -333,6 +333,16 @@ ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonz
     return engine_double_bits(error_sum) <= field << 52;
 }
 
+/* The same for binary32 terms held as doubles: each is a multiple of its float ulp, 2^29
+ * times its double ulp (subnormal floats: of 2^-149, which that also divides), so u may be
+ * 2^29 times larger. */
+ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint64_t min_nonzero_less_one)
+{
+    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffffffffffull) >> 52;
+    if (field < 1) field = 1;
+    return engine_double_bits(error_sum) <= (field + 29) << 52;
+}
+
 /* Whether s + t rounds as the exact sum s + (sum of e_k) does in direction dir, t = fl(sum of
  * e_k) and error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks
  * that s + t is finite. */
@@ -584,6 +594,90 @@ ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, repro
     return 1;
 }
 
+/* ---- Binary32 beyond its window ------------------------------------------------------------
+ * (g) Binary32 terms whose exponents spread wider than the window of the fast path (29 - L
+ *     binades: gradients of 1e-2 and 1e-12 in one element already do) are exact doubles, and
+ *     the binary64 cascade over them is error-free at any spread. When (c') proves its t exact
+ *     (after the first pass, with u the smallest term's float ulp, or after up to
+ *     ENGINE_DISTILL_PASSES passes of (e), judged on the errors they leave), the exact sum is
+ *     S + T = TwoSum(s, t), |T| at most half an ulp of S.
+ *     Rounding it to binary32 once: S itself when T = 0; otherwise round to odd: of S and its
+ *     neighbour toward T (between which the exact sum lies, with no double between), the one
+ *     with an odd significand. Floats and midpoints between floats are even doubles (53 >= 24 +
+ *     2), so no rounding boundary lies between the exact sum and that odd double: every
+ *     direction rounds the two alike. An average needs T = 0 (the odd double's quotient is not
+ *     so safe). */
+
+/* The exact sum of the binary32 terms of element `index` as S + T (see (g)): 1, or 0 when (c')
+ * does not prove it within the passes. */
+ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int count, size_t index,
+                                      double *S_out, double *T_out)
+{
+    double v[ENGINE_DISTILL_TERMS];
+    if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
+    uint64_t low = 0x7fffffffffffffffull;
+    for (int k = 0; k < count; k++) {
+        v[k] = (double)engine_float_from_bits(
+            (uint32_t)engine_load_bits(REPROD_FLOAT32, contributions[k], index));
+        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
+        low = less_one < low ? less_one : low;
+    }
+    double s, t, error_sum;
+    engine_distill_pass(v, count, &s, &t, &error_sum);
+    for (int pass = 0; pass <= ENGINE_DISTILL_PASSES; pass++) {
+        if (pass > 0) {
+            engine_distill_pass(v, count, &s, &t, &error_sum);
+            low = 0x7fffffffffffffffull;
+            for (int k = 0; k < count - 1; k++) {
+                uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
+                low = less_one < low ? less_one : low;
+            }
+        }
+        int exact = pass == 0 ? engine_fast_errors_exact_float(error_sum, low)
+                              : engine_fast_errors_exact(error_sum, low);
+        if (engine_is_finite(s + t) && exact) {
+            engine_two_sum(s, t, S_out, T_out);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The binary32 result of element `index` from its exact sum S + T (see (g)); 0 when an average
+ * needs the general path. Only for elements the fast path refused: they hold a nonzero term. */
+ENGINE_FUNCTION int engine_wide32_finish(reprod_op op, reprod_rounding dir, double S, double T,
+                                         int count, uint64_t *bits_out)
+{
+    const struct engine_format f = engine_format_of(REPROD_FLOAT32);
+    if (S == 0) { /* an exact cancellation: +0, or -0 rounding down */
+        *bits_out = engine_zero_bits(&f, dir, 0, 0);
+        return 1;
+    }
+    uint64_t S_bits = engine_double_bits(S);
+    if (T != 0 && (S_bits & 1) == 0) { /* round to odd: the neighbour toward T */
+        if (op != REPROD_SUM) return 0;
+        S = engine_double_from_bits(((S_bits ^ engine_double_bits(T)) >> 63) ? S_bits - 1
+                                                                             : S_bits + 1);
+    } else if (T != 0 && op != REPROD_SUM) {
+        return 0;
+    }
+    *bits_out = op == REPROD_AVG ? engine_round_quotient(&f, S, count, dir)
+                                 : engine_round_double(&f, S, dir);
+    return 1;
+}
+
+/* Binary32 element `index` beyond the fast path's window, by (g): 1 with its bits, 0 when the
+ * general path must decide. */
+ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_rounding dir,
+                                        const void *const *contributions, int count, size_t index,
+                                        uint64_t *bits_out)
+{
+    double S, T;
+    if (type != REPROD_FLOAT32) return 0;
+    if (!engine_wide32_sum(contributions, count, index, &S, &T)) return 0;
+    return engine_wide32_finish(op, dir, S, T, count, bits_out);
+}
+
 /* ---- One element, either path ----------------------------------------------------------- */
 
 /* The fast path of element `index` of the exact reduction: 1 with its bits in *bits when the
@@ -646,6 +740,8 @@ ENGINE_FUNCTION uint64_t engine_exact_element(reprod_type type, reprod_op op, re
     if (!force_general && engine_exact_fast(type, op, dir, contributions, count, index, &bits))
         return bits;
     if (!force_general && engine_exact_distilled(type, op, dir, contributions, count, index, &bits))
+        return bits;
+    if (!force_general && engine_exact_wide32(type, op, dir, contributions, count, index, &bits))
         return bits;
     struct engine_format f = engine_format_of(type);
     ++*general;

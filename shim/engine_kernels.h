@@ -38,6 +38,14 @@ typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
 
+/* Binary32 lanes beyond the fast path's window (engine_inner.h (g)): the lanes in `refused`
+ * (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (g) or the
+ * general path. One per kernel level (engine_distill.c). */
+typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                              int count, size_t j, int lanes, uint32_t refused, uint32_t *out,
+                              struct engine_accumulator *a, size_t *general);
+engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
+
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;
