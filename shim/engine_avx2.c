@@ -116,9 +116,17 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
+    int wide_chunks = 0; /* chunks left to send to (g) whole, as in engine_avx512.c */
     while (j + 16 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)15;
+        if (wide_chunks > 0) {
+            wide_chunks--;
+            engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, result, a, general);
+            j += length;
+            continue;
+        }
+        int wide_lanes = 0;
         inexact_clear();
         for (size_t b = 0; b < length; b += 16) {
             /* Two partial sums per lane (even and odd contributions) halve the chain of
@@ -159,22 +167,23 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             const double *sum = sums + b;
             int bad_mask = all_exact ? float32_nonfinite(sum)
                                      : float32_span_check(contributions, count, j + b);
-            if (vector_store && bad_mask == 0) {
+            wide_lanes += __builtin_popcount((unsigned)bad_mask);
+            uint32_t out[16];
+            if (vector_store) {
                 /* Round to nearest is the hardware conversion, and the sums from -0 already
-                 * carry the right sign of zero. */
+                 * carry the right sign of zero; (g) overwrites the bad lanes. Inputs are all read
+                 * before the block's results are written. */
                 __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum));
                 __m128 r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 4));
                 __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 8));
                 __m128 r3 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 12));
-                _mm256_storeu_ps(result + j + b, _mm256_set_m128(r1, r0));
-                _mm256_storeu_ps(result + j + b + 8, _mm256_set_m128(r3, r2));
-                continue;
+                _mm256_storeu_ps((float *)out, _mm256_set_m128(r1, r0));
+                _mm256_storeu_ps((float *)out + 8, _mm256_set_m128(r3, r2));
             }
-            uint32_t out[16];
             if (bad_mask)
                 engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
                                    out, a, general);
-            for (int lane = 0; lane < 16; lane++) {
+            for (int lane = 0; lane < 16 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */
                     out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
@@ -182,6 +191,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             memcpy(result + j + b, out, sizeof out);
         }
+        if (2 * (size_t)wide_lanes > length) wide_chunks = 3;
         j += length;
     }
     return j;

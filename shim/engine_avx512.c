@@ -99,9 +99,18 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
+    int wide_chunks = 0; /* chunks left to send to (g) whole, after one that was mostly wide */
     while (j + 32 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)31;
+        if (wide_chunks > 0) { /* (g) decides in-window lanes too: skip the binary64 sums */
+            wide_chunks--;
+            engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, result, a,
+                                       general);
+            j += length;
+            continue;
+        }
+        int wide_lanes = 0;
         inexact_clear();
         for (size_t b = 0; b < length; b += 32) {
             /* Even and odd contributions in separate partial sums (subsets: still exact). */
@@ -137,20 +146,22 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             const double *sum = sums + b;
             uint32_t bad_mask = all_exact ? float32_nonfinite(sum)
                                           : float32_span_check(contributions, count, j + b);
-            if (vector_store && bad_mask == 0) {
-                for (int q = 0; q < 4; q++) /* nearest: the hardware conversion */
-                    _mm256_storeu_ps(result + j + b + 8 * q,
-                                     _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
-                continue;
-            }
+            wide_lanes += __builtin_popcount(bad_mask);
             uint32_t out[32];
+            if (vector_store) { /* nearest: the hardware conversion (sums from -0 carry the right
+                                 * sign of zero); then (g) overwrites the bad lanes. Inputs are
+                                 * all read before the block's results are written. */
+                for (int q = 0; q < 4; q++)
+                    _mm256_storeu_ps((float *)out + 8 * q,
+                                     _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
+            }
             if (bad_mask & 0xffff)
                 engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
                                      out, a, general);
             if (bad_mask >> 16)
                 engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
                                      out + 16, a, general);
-            for (int lane = 0; lane < 32; lane++) {
+            for (int lane = 0; lane < 32 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1))
                     out[lane] = (uint32_t)engine_fast_finish(&f, REPROD_FLOAT32, op, dir, sum[lane],
@@ -158,6 +169,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             }
             memcpy(result + j + b, out, sizeof out);
         }
+        if (2 * (size_t)wide_lanes > length) wide_chunks = 3;
         j += length;
     }
     return j;

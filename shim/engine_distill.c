@@ -282,40 +282,73 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
 {
     typedef float float_vector __attribute__((vector_size(32)));
     typedef float float_half __attribute__((vector_size(16)));
+    typedef int32_t int32_vector __attribute__((vector_size(32)));
     uint32_t undecided = refused;
     distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
     if (count <= ENGINE_DISTILL_TERMS) {
         distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
         distill_mask open[DISTILL_GROUPS], low[DISTILL_GROUPS];
+        int32_vector low32[DISTILL_GROUPS]; /* the terms' binary32 magnitude bits - 1, min */
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             S_done[g] = T_done[g] = (distill_vector){0};
             distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
-            low[g] = (distill_mask){0} + MAGNITUDE;
         }
-        for (int k = 0; k < count; k++)
-            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
-            {
-                float_vector x;
-                memcpy(&x, (const float *)contributions[k] + j + DISTILL_WIDTH * g, sizeof x);
-                v[k][g] = __builtin_convertvector(x, distill_vector);
-                DISTILL_LOW(low[g], v[k][g]);
+        /* The first pass straight from the terms (converted as they are loaded); the min of
+         * their binary32 magnitude bits - 1 alongside (both below 2^31: no overflow). */
+        distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
+        distill_vector s0 = {0}, t0 = {0}, error_sum0 = {0}, s1 = {0}, t1 = {0}, error_sum1 = {0};
+        int32_vector low0 = (int32_vector){0} + 0x7fffffff, low1 = low0;
+#define WIDE32_LOAD(x, bits, low, g, k)                                                            \
+    do {                                                                                           \
+        memcpy(&(x), (const float *)contributions[k] + j + DISTILL_WIDTH * (g), sizeof(x));        \
+        memcpy(&(bits), &(x), sizeof(bits));                                                       \
+        int32_vector less_one_ = ((bits)-1) & 0x7fffffff, down_ = less_one_ - (low);               \
+        (low) += down_ & (down_ >> 31);                                                            \
+    } while (0)
+        for (int k = 0; k < count; k++) {
+            float_vector x0, x1;
+            int32_vector bits0, bits1;
+            WIDE32_LOAD(x0, bits0, low0, 0, k);
+            distill_vector term0 = __builtin_convertvector(x0, distill_vector), term1 = term0;
+            if (groups > 1) {
+                WIDE32_LOAD(x1, bits1, low1, 1, k);
+                term1 = __builtin_convertvector(x1, distill_vector);
             }
+            if (k == 0) {
+                s0 = term0;
+                s1 = term1;
+                continue;
+            }
+            DISTILL_STEP(s0, t0, error_sum0, term0, v[k - 1][0]);
+            if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, term1, v[k - 1][1]);
+        }
+#undef WIDE32_LOAD
+        v[count - 1][0] = s0;
+        v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
+        s[0] = s0, t[0] = t0, error_sum[0] = error_sum0, low32[0] = low0;
+        s[1] = s1, t[1] = t1, error_sum[1] = error_sum1, low32[1] = low1;
+        const double two_n = 2.0 * count;
         for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
-            distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
-            distill_pass(v, count, groups, s, t, error_sum);
+            if (pass > 0) distill_pass(v, count, groups, s, t, error_sum);
             undecided = 0;
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
             {
-                if (pass > 0) { /* the errors the pass left */
+                distill_mask field;
+                if (pass == 0) { /* (c') on the terms: their binary32 field + 925 */
+                    field =
+                        __builtin_convertvector(((low32[g] + 1) & 0x7fffffff) >> 23, distill_mask);
+                    field = (field | (MASK_ZERO(field) & 1)) + 925;
+                } else { /* (c') on the errors the pass left */
                     low[g] = (distill_mask){0} + MAGNITUDE;
                     for (int k = 0; k < count - 1; k++)
                         DISTILL_LOW(low[g], v[k][g]);
+                    field = ((low[g] + 1) & MAGNITUDE) >> 52;
+                    field |= MASK_ZERO(field) & 1;
                 }
-                /* (c'): error_sum <= 2^(field - 1023), plus 29 binades on the terms */
-                distill_mask field = ((low[g] + 1) & MAGNITUDE) >> 52;
-                field = (field | (MASK_ZERO(field) & 1)) + (pass == 0 ? 29 : 0);
-                distill_mask exact = ~MASK_GREATER((distill_mask)error_sum[g], field << 52);
+                distill_mask exact = ~MASK_GREATER((distill_mask)error_sum[g], field << 52), side;
+                distill_certified(&s[g], &t[g], &error_sum[g], two_n, 0, &side); /* (d), directed */
+                exact |= side;
                 distill_vector sum = s[g] + t[g];
                 exact &= MASK_NEGATIVE(((distill_mask)sum & MAGNITUDE) - EXPONENT) & open[g];
                 distill_vector S = sum, w = S - s[g];
@@ -342,11 +375,17 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             float_half high_half =
                 __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), float_half);
             rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
-            memcpy(out + DISTILL_WIDTH * g, &rounded, sizeof rounded);
             distill_mask nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
-            plain |= distill_bits(&nonzero) << (DISTILL_WIDTH * g);
+            uint32_t lanes = distill_bits(&nonzero) & (decided >> (DISTILL_WIDTH * g));
+            /* only those lanes: the caller may have written the others already */
+            const int32_vector lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+            int32_vector keep = (0 - (((int32_vector){0} + (int32_t)lanes) & lane_bit)) >> 31;
+            int32_vector previous;
+            memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
+            previous = ((int32_vector)rounded & keep) | (previous & ~keep);
+            memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
+            plain |= lanes << (DISTILL_WIDTH * g);
         }
-        plain &= decided;
     }
     for (uint32_t rest = refused & ~plain; rest; rest &= rest - 1) {
         int lane = __builtin_ctz(rest);
@@ -354,7 +393,8 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         uint64_t bits;
         if (((decided >> lane) & 1) &&
             engine_wide32_finish(op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
-                                 T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], count, &bits))
+                                 T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], contributions,
+                                 count, index, &bits))
             out[lane] = (uint32_t)bits;
         else
             out[lane] = (uint32_t)engine_exact_element(REPROD_FLOAT32, op, dir, contributions,
@@ -386,6 +426,16 @@ DISTILL_LEVEL(engine_distill_float64_generic, )
             wide32_body(op, dir, contributions, count, j, 2, refused, out, a, general);            \
         else                                                                                       \
             wide32_body(op, dir, contributions, count, j, 1, refused, out, a, general);            \
+    }                                                                                              \
+    target void name##_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,  \
+                             int count, size_t j, size_t length, float *result,                    \
+                             struct engine_accumulator *a, size_t *general)                        \
+    {                                                                                              \
+        for (size_t b = 0; b < length; b += 16) {                                                  \
+            uint32_t out[16] = {0};                                                                \
+            wide32_body(op, dir, contributions, count, j + b, 2, 0xffff, out, a, general);         \
+            memcpy(result + j + b, out, sizeof out);                                               \
+        }                                                                                          \
     }
 
 WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512)

@@ -333,14 +333,15 @@ ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonz
     return engine_double_bits(error_sum) <= field << 52;
 }
 
-/* The same for binary32 terms held as doubles: each is a multiple of its float ulp, 2^29
- * times its double ulp (subnormal floats: of 2^-149, which that also divides), so u may be
- * 2^29 times larger. */
-ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint64_t min_nonzero_less_one)
+/* The same for binary32 terms held as doubles, from the smallest nonzero term's binary32
+ * magnitude bits minus one: each term is a multiple of u = 2^(f - 150), f that term's binary32
+ * exponent field (at least 1: subnormals are multiples of 2^-149), and 2^52 u = 2^(f - 98) is
+ * the double of field f + 925. */
+ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint32_t min_nonzero_less_one)
 {
-    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffffffffffull) >> 52;
+    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffu) >> 23;
     if (field < 1) field = 1;
-    return engine_double_bits(error_sum) <= (field + 29) << 52;
+    return engine_double_bits(error_sum) <= (field + 925) << 52;
 }
 
 /* Whether s + t rounds as the exact sum s + (sum of e_k) does in direction dir, t = fl(sum of
@@ -615,27 +616,30 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
 {
     double v[ENGINE_DISTILL_TERMS];
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
-    uint64_t low = 0x7fffffffffffffffull;
+    uint32_t low32 = 0x7fffffffu;
     for (int k = 0; k < count; k++) {
-        v[k] = (double)engine_float_from_bits(
-            (uint32_t)engine_load_bits(REPROD_FLOAT32, contributions[k], index));
-        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
-        low = less_one < low ? less_one : low;
+        uint32_t bits = (uint32_t)engine_load_bits(REPROD_FLOAT32, contributions[k], index);
+        uint32_t less_one = (bits - 1) & 0x7fffffffu;
+        low32 = less_one < low32 ? less_one : low32;
+        v[k] = (double)engine_float_from_bits(bits);
     }
     double s, t, error_sum;
     engine_distill_pass(v, count, &s, &t, &error_sum);
     for (int pass = 0; pass <= ENGINE_DISTILL_PASSES; pass++) {
+        uint64_t low = 0x7fffffffffffffffull;
         if (pass > 0) {
             engine_distill_pass(v, count, &s, &t, &error_sum);
-            low = 0x7fffffffffffffffull;
             for (int k = 0; k < count - 1; k++) {
                 uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
                 low = less_one < low ? less_one : low;
             }
         }
-        int exact = pass == 0 ? engine_fast_errors_exact_float(error_sum, low)
-                              : engine_fast_errors_exact(error_sum, low);
-        if (engine_is_finite(s + t) && exact) {
+        int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, low32)
+                                : engine_fast_errors_exact(error_sum, low);
+        /* or (d) in its directed form: the exact sum lies strictly between S and its
+         * neighbour toward T, which is all the rounding through the odd double needs */
+        decided = decided || engine_fast_certified(s, t, error_sum, count, REPROD_ROUND_UP);
+        if (engine_is_finite(s + t) && decided) {
             engine_two_sum(s, t, S_out, T_out);
             return 1;
         }
@@ -644,13 +648,21 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
 }
 
 /* The binary32 result of element `index` from its exact sum S + T (see (g)); 0 when an average
- * needs the general path. Only for elements the fast path refused: they hold a nonzero term. */
+ * needs the general path. */
 ENGINE_FUNCTION int engine_wide32_finish(reprod_op op, reprod_rounding dir, double S, double T,
-                                         int count, uint64_t *bits_out)
+                                         const void *const *contributions, int count, size_t index,
+                                         uint64_t *bits_out)
 {
     const struct engine_format f = engine_format_of(REPROD_FLOAT32);
-    if (S == 0) { /* an exact cancellation: +0, or -0 rounding down */
-        *bits_out = engine_zero_bits(&f, dir, 0, 0);
+    if (S == 0) { /* the sign rules of a zero sum look at the terms */
+        int any_nonzero = 0, all_negative_zero = 1;
+        for (int k = 0; k < count; k++) {
+            uint64_t bits = engine_load_bits(REPROD_FLOAT32, contributions[k], index);
+            any_nonzero |= (bits & 0x7fffffffu) != 0;
+            all_negative_zero &= bits == 0x80000000u;
+        }
+        *bits_out = engine_fast_zero(&f, REPROD_FLOAT32, dir, all_negative_zero ? -0.0 : 0.0,
+                                     any_nonzero, contributions, count, index);
         return 1;
     }
     uint64_t S_bits = engine_double_bits(S);
@@ -675,7 +687,7 @@ ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_r
     double S, T;
     if (type != REPROD_FLOAT32) return 0;
     if (!engine_wide32_sum(contributions, count, index, &S, &T)) return 0;
-    return engine_wide32_finish(op, dir, S, T, count, bits_out);
+    return engine_wide32_finish(op, dir, S, T, contributions, count, index, bits_out);
 }
 
 /* ---- One element, either path ----------------------------------------------------------- */

@@ -46,6 +46,16 @@ typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *con
                               struct engine_accumulator *a, size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
+/* (g) for every lane of elements [j, j + length) (length a multiple of 16), results written
+ * 16 at a time once their inputs are read: for chunks the kernel expects mostly beyond its
+ * window. */
+typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
+                                    const void *const *contributions, int count, size_t j,
+                                    size_t length, float *result, struct engine_accumulator *a,
+                                    size_t *general);
+engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
+    engine_wide32_generic_chunk;
+
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;

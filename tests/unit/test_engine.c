@@ -262,8 +262,8 @@ Test(engine, every_kernel_draws_the_fast_window_border_exactly)
                 /* beyond the window: binary64's certificate (d) and tiers (e), (f); binary32
                  * in binary64, (g) */
                 if ((t == REPROD_FLOAT64 || t == REPROD_FLOAT32) && !pair)
-                    expected = general_by_element((reprod_type)t, REPROD_SUM, buffers, n, COUNT,
-                                                  NULL);
+                    expected =
+                        general_by_element((reprod_type)t, REPROD_SUM, buffers, n, COUNT, NULL);
                 cr_expect_eq(stats.general_elements, (size_t)expected,
                              "%s N=%d kernel level %d: %zu general elements, expected %d", f->name,
                              n, level, stats.general_elements, expected);
@@ -539,6 +539,63 @@ Test(engine, distillation_decides_cancelling_sums_and_hands_on_the_deepest)
     cr_expect_gt(distilled_total, 1000, "the distillation tier decided %d elements",
                  distilled_total);
     cr_expect_gt(general_total, 100, "the general path took %d elements", general_total);
+}
+
+/* Binary32 beyond its window (engine_inner.h (g)): gradients of 1e-2 and 1e-12 in one
+ * element, cancelling sums and near-ties, in runs long enough that the kernels send whole
+ * chunks to the tier, then mixed with in-window elements; every direction, op, kernel level,
+ * in place, against MPFR. */
+static void gen_float32_wide(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int centre = rng_range(r, 60, 190);
+    for (int k = 0; k < n; k++)
+        terms[k] =
+            tf_make(f, (int)(rng_next(r) & 1), centre + rng_range(r, -45, 45), random_frac(f, r));
+    if (rng_range(r, 0, 2) == 0 && n >= 2) { /* the last term cancels the others' sum */
+        double sum = 0;
+        for (int k = 0; k < n - 1; k++)
+            sum += tf_to_double(REPROD_FLOAT32, terms[k]);
+        mpfr_t value;
+        mpfr_init2(value, f->p);
+        int inex = mpfr_set_d(value, -sum, MPFR_RNDN);
+        terms[n - 1] = oracle_fit(REPROD_FLOAT32, value, inex, MPFR_RNDN);
+        mpfr_clear(value);
+    }
+}
+
+static void gen_float32_wide_or_similar(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    (rng_range(r, 0, 3) == 0 ? gen_similar : gen_float32_wide)(f, r, n, terms);
+}
+
+Test(engine, binary32_beyond_the_window_sums_in_binary64)
+{
+    static const int ns[] = {3, 8, 17, 64};
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        run_generated("f32-wide", REPROD_FLOAT32, ns[s], 1100, gen_float32_wide, 31);
+        run_generated("f32-wide-mixed", REPROD_FLOAT32, ns[s], 700, gen_float32_wide_or_similar,
+                      32);
+    }
+    /* the tier decides them: none on the general path */
+    struct rng r = {33};
+    struct tcase c = case_new("f32-wide-general", REPROD_FLOAT32, 8, 600);
+    uint64_t terms[8];
+    for (size_t i = 0; i < c.count; i++) {
+        gen_float32_wide(&test_formats[REPROD_FLOAT32], &r, 8, terms);
+        for (int k = 0; k < 8; k++)
+            c.terms[(size_t)k * c.count + i] = terms[k];
+    }
+    int order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    void **buffers = case_buffers(&c, order);
+    float *out = malloc(c.count * sizeof(float));
+    struct reprod_engine_stats stats = {0};
+    reprod_engine_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST,
+                        (const void *const *)buffers, 8, c.count, out, NULL, &stats);
+    cr_expect_eq(stats.general_elements, 0, "%zu binary32 elements on the general path",
+                 stats.general_elements);
+    free(out);
+    buffers_free(buffers, 8);
+    free(c.terms);
 }
 
 Test(engine, exact_many_contributions_across_blocks_of_elements)
