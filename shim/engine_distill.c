@@ -82,7 +82,7 @@ ALWAYS_INLINE void distill_certified(const distill_vector *s_in, const distill_v
 ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const distill_mask *low,
                                         distill_mask *exact)
 {
-    distill_mask field = ((*low + 1) & MAGNITUDE) >> 52;
+    distill_mask field = (distill_mask)(((distill_unsigned)*low + 1) & MAGNITUDE) >> 52;
     field |= MASK_ZERO(field) & 1;
     *exact = ~MASK_GREATER((distill_mask)*error_sum, field << 52);
 }
@@ -146,7 +146,8 @@ ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
  * min); values below 2^63, so signed arithmetic is safe. */
 #define DISTILL_LOW(low, x)                                                                        \
     do {                                                                                           \
-        distill_mask less_one_ = (((distill_mask)(x)) - 1) & MAGNITUDE, d_ = less_one_ - (low);    \
+        distill_mask less_one_ = (distill_mask)(((distill_unsigned)(x)-1) & MAGNITUDE);            \
+        distill_mask d_ = less_one_ - (low);                                                       \
         (low) += d_ & MASK_NEGATIVE(d_);                                                           \
     } while (0)
 
@@ -283,12 +284,13 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
     typedef float float_vector __attribute__((vector_size(32)));
     typedef float float_half __attribute__((vector_size(16)));
     typedef int32_t int32_vector __attribute__((vector_size(32)));
+    typedef uint32_t uint32_vector __attribute__((vector_size(32)));
     uint32_t undecided = refused;
     distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
     if (count <= ENGINE_DISTILL_TERMS) {
         distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
         distill_mask open[DISTILL_GROUPS], low[DISTILL_GROUPS];
-        int32_vector low32[DISTILL_GROUPS]; /* the terms' binary32 magnitude bits - 1, min */
+        uint32_vector low32[DISTILL_GROUPS]; /* the terms' binary32 magnitude bits - 1, min */
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             S_done[g] = T_done[g] = (distill_vector){0};
@@ -298,17 +300,17 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
          * their binary32 magnitude bits - 1 alongside (both below 2^31: no overflow). */
         distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
         distill_vector s0 = {0}, t0 = {0}, error_sum0 = {0}, s1 = {0}, t1 = {0}, error_sum1 = {0};
-        int32_vector low0 = (int32_vector){0} + 0x7fffffff, low1 = low0;
+        uint32_vector low0 = (uint32_vector){0} + 0x7fffffff, low1 = low0;
 #define WIDE32_LOAD(x, bits, low, g, k)                                                            \
     do {                                                                                           \
         memcpy(&(x), (const float *)contributions[k] + j + DISTILL_WIDTH * (g), sizeof(x));        \
         memcpy(&(bits), &(x), sizeof(bits));                                                       \
-        int32_vector less_one_ = ((bits)-1) & 0x7fffffff, down_ = less_one_ - (low);               \
-        (low) += down_ & (down_ >> 31);                                                            \
+        uint32_vector less_one_ = ((bits)-1) & 0x7fffffff, down_ = less_one_ - (low);              \
+        (low) += down_ & (uint32_vector)((int32_vector)down_ >> 31);                               \
     } while (0)
         for (int k = 0; k < count; k++) {
             float_vector x0, x1;
-            int32_vector bits0, bits1;
+            uint32_vector bits0, bits1;
             WIDE32_LOAD(x0, bits0, low0, 0, k);
             distill_vector term0 = __builtin_convertvector(x0, distill_vector), term1 = term0;
             if (groups > 1) {
@@ -343,7 +345,7 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
                     low[g] = (distill_mask){0} + MAGNITUDE;
                     for (int k = 0; k < count - 1; k++)
                         DISTILL_LOW(low[g], v[k][g]);
-                    field = ((low[g] + 1) & MAGNITUDE) >> 52;
+                    field = (distill_mask)(((distill_unsigned)low[g] + 1) & MAGNITUDE) >> 52;
                     field |= MASK_ZERO(field) & 1;
                 }
                 distill_mask exact = ~MASK_GREATER((distill_mask)error_sum[g], field << 52), side;
@@ -368,7 +370,8 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             distill_mask S_bits = (distill_mask)S_done[g], T_bits = (distill_mask)T_done[g];
             distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
             distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
-            distill_vector odd = (distill_vector)(S_bits + step);
+            distill_vector odd =
+                (distill_vector)((distill_unsigned)S_bits + (distill_unsigned)step);
             float_vector rounded;
             float_half low_half =
                 __builtin_convertvector(__builtin_shufflevector(odd, odd, 0, 1, 2, 3), float_half);
