@@ -196,6 +196,9 @@ int mpi_error_class(int code)
 
 static _Atomic int mpi_state = REPROD_MPI_NOT_STARTED;
 static _Atomic int live_sessions;
+/* MPI_COMM_WORLD's size << 32 | our rank in it while the world model runs as our MPI_Init hook
+ * saw it; 0 when not known. */
+static _Atomic uint64_t world_geometry;
 
 void reprod_mpi_count_session(int change)
 {
@@ -226,7 +229,23 @@ enum reprod_mpi_state reprod_mpi_state(void)
 
 void reprod_mpi_set_state(enum reprod_mpi_state state)
 {
+    if (state != REPROD_MPI_RUNNING) atomic_store(&world_geometry, 0);
     atomic_store(&mpi_state, state);
+}
+
+void reprod_mpi_note_world(int size, int rank)
+{
+    if (size > 0 && rank >= 0 && rank < size)
+        atomic_store(&world_geometry, (uint64_t)size << 32 | (uint32_t)rank);
+}
+
+int reprod_mpi_world_geometry(int *size, int *rank)
+{
+    uint64_t geometry = atomic_load_explicit(&world_geometry, memory_order_relaxed);
+    if (!geometry) return 0;
+    *size = (int)(geometry >> 32);
+    *rank = (int)(uint32_t)geometry;
+    return 1;
 }
 
 /* Once MPI runs: demote an engine entry whose size is not what the engine expects (a

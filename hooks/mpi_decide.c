@@ -181,6 +181,27 @@ static int learn_geometry(struct mpi_reduction *reduction)
     return -1;
 }
 
+/* The communicator's size and our rank in it, for `elements` elements. Returns -1, or the
+ * reason to pass (an intercommunicator, nothing to reduce, a handle the library refuses).
+ * MPI_COMM_WORLD's are known without asking (three calls into the library cost a small
+ * reduction as much as its arithmetic). */
+static int learn_communicator(struct mpi_reduction *reduction, mpi_count elements)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    mpi_handle comm = reduction->comm;
+    int known = comm == mpi->comm_world &&
+                reprod_mpi_world_geometry(&reduction->ranks, &reduction->rank);
+    int inter = 0;
+    if (!known && mpi->real.Comm_test_inter(comm, &inter) != REPROD_MPI_OK)
+        return REPROD_PASS_BAD_ARGUMENT;
+    if (inter) return REPROD_PASS_INTERCOMM;
+    if (elements == 0) return REPROD_PASS_EMPTY;
+    if (!known && (mpi->real.Comm_size(comm, &reduction->ranks) != REPROD_MPI_OK ||
+                   mpi->real.Comm_rank(comm, &reduction->rank) != REPROD_MPI_OK))
+        return REPROD_PASS_BAD_ARGUMENT;
+    return -1;
+}
+
 /* The decision once the library is known to run; see mpi_reduction_decide. */
 static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
 {
@@ -203,14 +224,9 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
      * MPI_ERR_OP for a derived one. */
     if (!reduction->type.predefined && op_class != REPROD_OPCLASS_USER)
         return REPROD_PASS_BAD_ARGUMENT;
-    int inter = 0;
-    if (mpi->real.Comm_test_inter(comm, &inter) != REPROD_MPI_OK) return REPROD_PASS_BAD_ARGUMENT;
-    if (inter) return REPROD_PASS_INTERCOMM;
-    if (elements == 0) return REPROD_PASS_EMPTY;
-    if (mpi->real.Comm_size(comm, &reduction->ranks) != REPROD_MPI_OK ||
-        mpi->real.Comm_rank(comm, &reduction->rank) != REPROD_MPI_OK)
-        return REPROD_PASS_BAD_ARGUMENT;
-    int why = learn_geometry(reduction);
+    int why = learn_communicator(reduction, elements);
+    if (why >= 0) return why;
+    why = learn_geometry(reduction);
     if (why >= 0) return why;
     reduction->action = decision.action;
     if (decision.action != REPROD_ACTION_PASS) return -1;
