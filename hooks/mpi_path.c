@@ -75,8 +75,11 @@ int mpi_is_small(const struct mpi_reduction *reduction, mpi_count count)
 {
     /* Gathering whole contributions beats exchanging chunks while each still travels as one
      * small message (shared-memory transports switch to a slower protocol above a few KiB:
-     * Open MPI's vader at 4 KiB). Bytes decide, whatever the count. */
-    return count <= GATHER_ALL_MAX_BYTES / reduction->extent;
+     * Open MPI's vader at 4 KiB). Bytes decide, whatever the count. No division: a 64-bit
+     * one costs a small reduction more than the rest of this choice. */
+    mpi_count extent = reduction->extent;
+    return count <= 0 || (count <= GATHER_ALL_MAX_BYTES && extent <= GATHER_ALL_MAX_BYTES &&
+                          count * extent <= GATHER_ALL_MAX_BYTES);
 }
 
 /* Split `count` elements into `ranks` chunks as evenly as possible, the longer ones first. */
