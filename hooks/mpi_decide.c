@@ -29,17 +29,6 @@ void mpi_hook_leave(void)
     hook_depth--;
 }
 
-int mpi_in_place(const void *buffer)
-{
-    const struct reprod_mpi *mpi = reprod_mpi();
-    return mpi->abi && (uintptr_t)buffer == mpi->abi->in_place;
-}
-
-const void *mpi_source(const void *sendbuf, const void *recvbuf)
-{
-    return mpi_in_place(sendbuf) ? recvbuf : sendbuf;
-}
-
 int mpi_buffers_erroneous(const struct mpi_reduction *reduction, const void *sendbuf,
                           const void *recvbuf, mpi_count elements, int receives,
                           int alias_checked, int send_in_place_allowed)
@@ -245,7 +234,10 @@ enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const c
     reduction->datatype = datatype;
     reduction->op = op;
     reduction->comm = comm;
-    reduction->start_ns = reprod_stats_clock_ns();
+    /* Times only for the summary and the log: reading the clock costs a small reduction as
+     * much as its arithmetic. */
+    reduction->timed = reprod_log_enabled(REPROD_LOG_INFO);
+    if (reduction->timed) reduction->start_ns = reprod_clock_ns();
     reduction->action = REPROD_ACTION_PASS;
     if (reprod_config()->mode == REPROD_MODE_OFF) {
         *reason = REPROD_PASS_MODE_OFF;
@@ -323,6 +315,7 @@ int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, cons
         reprod_mpi()->real.Comm_call_errhandler(reduction->comm, rc);
     if (reduction->trace_sequence)
         trace_output(reduction, elements, rc == REPROD_MPI_OK ? output : NULL, output_elements);
+    if (!reduction->timed) return rc; /* neither counted (reprod_stats_record) nor logged */
     uint64_t elapsed = reduction->shim_ns + (reprod_stats_clock_ns() - reduction->start_ns);
     enum reprod_path path =
         reduction->action == REPROD_ACTION_EXACT ? REPROD_PATH_EXACT : REPROD_PATH_ORDERED;

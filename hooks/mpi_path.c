@@ -42,7 +42,7 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, mpi_count b
                       int block_count, void *out)
 {
     if (block_count <= 0 || block_elements <= 0) return REPROD_MPI_OK;
-    uint64_t started = reprod_stats_clock_ns();
+    uint64_t started = reduction->timed ? reprod_clock_ns() : 0;
     int rc = REPROD_MPI_OK;
     if (reduction->action == REPROD_ACTION_ORDERED_LIBRARY) {
         rc = fold_with_library(reduction, blocks, block_elements, block_count, out);
@@ -67,7 +67,7 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, mpi_count b
         if (contributions != stack_pointers) free(contributions);
         if (engine_rc != REPROD_OK) rc = mpi_own_error(reduction, reprod_mpi()->abi->err_intern);
     }
-    reduction->engine_ns += reprod_stats_clock_ns() - started;
+    if (reduction->timed) reduction->engine_ns += reprod_clock_ns() - started;
     return rc;
 }
 
