@@ -4,6 +4,7 @@
 #include "mpi_abi.h"
 
 #include "common.h"
+#include "once.h"
 #include "resolve.h"
 
 #include <pthread.h>
@@ -28,7 +29,7 @@ static size_t float_count;
 #define MAX_DETERMINISTIC_OPS 16
 static mpi_handle deterministic_ops[MAX_DETERMINISTIC_OPS];
 static size_t deterministic_op_count;
-static pthread_once_t sizes_once = PTHREAD_ONCE_INIT;
+static struct reprod_once sizes_once = REPROD_ONCE_INIT; /* checked on every call: inline */
 
 /* What a function the library lacks answers (it is only ever reached by a caller that found
  * the library lacking: the data paths check HAS_MPI first). */
@@ -266,7 +267,7 @@ static void check_named_sizes(void)
 /* A predefined float type by its handle alone: 1 and *type filled, or 0. */
 static int classify_known(mpi_handle datatype, struct reprod_mpi_type *type)
 {
-    pthread_once(&sizes_once, check_named_sizes);
+    reprod_once(&sizes_once, check_named_sizes);
     for (size_t i = 0; i < float_count; i++) {
         if (datatype != float_handles[i]) continue;
         type->predefined = 1;
