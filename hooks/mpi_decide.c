@@ -204,7 +204,8 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
     if (op_class == REPROD_OPCLASS_DETERMINISTIC) return REPROD_PASS_DETERMINISTIC_OP;
     if (reprod_mpi_classify_type(datatype, &reduction->type) != REPROD_MPI_OK)
         return REPROD_PASS_BAD_ARGUMENT;
-    struct reprod_decision decision = reprod_decide(op_class, reduction->type.element_class);
+    struct reprod_decision decision;
+    reprod_decide(op_class, reduction->type.element_class, &decision);
     /* Audit mode passes a float sum through, to be audited beside: it goes on to learn the
      * reduction's geometry (and may still pass for a structural reason). */
     if (decision.action == REPROD_ACTION_PASS && decision.audit_action == REPROD_ACTION_PASS)
