@@ -20,7 +20,14 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 SANITIZE ?= # an instrumented build's -fsanitize flags (make test-sanitize, make test-tsan)
 BASE     := -std=c11 -D_GNU_SOURCE -g -O2 -ffp-contract=off -fno-fast-math $(WARN) $(SANITIZE)
 CFLAGS   ?=
-SHIMFLAGS = $(BASE) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
+# GCC on x86-64 clears or copies a fixed-size struct over 64 bytes with `rep stos`/`rep movs`,
+# whose start-up alone costs a small reduction a tenth of its time (a 192-byte clear: 14 ns on
+# AMD EPYC, 3.5 ns as vector stores): every MPI reduction clears one. Vector stores up to 256
+# bytes, libc's memset and memcpy beyond. Left out where the compiler lacks the options.
+STRINGOPS := -mmemset-strategy=vector_loop:256:noalign,libcall:-1:noalign \
+             -mmemcpy-strategy=vector_loop:256:noalign,libcall:-1:noalign
+STRINGOPS := $(shell $(CC) $(STRINGOPS) -Werror -x c -c /dev/null -o /dev/null 2>/dev/null && echo '$(STRINGOPS)')
+SHIMFLAGS = $(BASE) $(STRINGOPS) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
 
 # The MPI hooks include no mpi.h: each family's constants come from its own header, compiled
 # into one file each (hooks/mpi_abi_openmpi.c, hooks/mpi_abi_mpich.c). Nothing links against

@@ -19,8 +19,10 @@ static void after_init(int rc)
     if (rc != REPROD_MPI_OK) return;
     reprod_mpi_set_state(REPROD_MPI_RUNNING);
     if (mpi->usable && mpi->real.Comm_rank(mpi->comm_world, &rank) == REPROD_MPI_OK &&
-        mpi->real.Comm_size(mpi->comm_world, &size) == REPROD_MPI_OK)
+        mpi->real.Comm_size(mpi->comm_world, &size) == REPROD_MPI_OK) {
         reprod_rank_set_from_library(rank, size);
+        reprod_mpi_note_world(size, rank);
+    }
 }
 
 MPI_HOOK(Init, (int *argc, char ***argv))

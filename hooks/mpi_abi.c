@@ -4,6 +4,7 @@
 #include "mpi_abi.h"
 
 #include "common.h"
+#include "once.h"
 #include "resolve.h"
 
 #include <pthread.h>
@@ -28,7 +29,7 @@ static size_t float_count;
 #define MAX_DETERMINISTIC_OPS 16
 static mpi_handle deterministic_ops[MAX_DETERMINISTIC_OPS];
 static size_t deterministic_op_count;
-static pthread_once_t sizes_once = PTHREAD_ONCE_INIT;
+static struct reprod_once sizes_once = REPROD_ONCE_INIT; /* checked on every call: inline */
 
 /* What a function the library lacks answers (it is only ever reached by a caller that found
  * the library lacking: the data paths check HAS_MPI first). */
@@ -196,6 +197,9 @@ int mpi_error_class(int code)
 
 static _Atomic int mpi_state = REPROD_MPI_NOT_STARTED;
 static _Atomic int live_sessions;
+/* MPI_COMM_WORLD's size << 32 | our rank in it while the world model runs as our MPI_Init hook
+ * saw it; 0 when not known. */
+static _Atomic uint64_t world_geometry;
 
 void reprod_mpi_count_session(int change)
 {
@@ -226,7 +230,23 @@ enum reprod_mpi_state reprod_mpi_state(void)
 
 void reprod_mpi_set_state(enum reprod_mpi_state state)
 {
+    if (state != REPROD_MPI_RUNNING) atomic_store(&world_geometry, 0);
     atomic_store(&mpi_state, state);
+}
+
+void reprod_mpi_note_world(int size, int rank)
+{
+    if (size > 0 && rank >= 0 && rank < size)
+        atomic_store(&world_geometry, (uint64_t)size << 32 | (uint32_t)rank);
+}
+
+int reprod_mpi_world_geometry(int *size, int *rank)
+{
+    uint64_t geometry = atomic_load_explicit(&world_geometry, memory_order_relaxed);
+    if (!geometry) return 0;
+    *size = (int)(geometry >> 32);
+    *rank = (int)(uint32_t)geometry;
+    return 1;
 }
 
 /* Once MPI runs: demote an engine entry whose size is not what the engine expects (a
@@ -247,7 +267,7 @@ static void check_named_sizes(void)
 /* A predefined float type by its handle alone: 1 and *type filled, or 0. */
 static int classify_known(mpi_handle datatype, struct reprod_mpi_type *type)
 {
-    pthread_once(&sizes_once, check_named_sizes);
+    reprod_once(&sizes_once, check_named_sizes);
     for (size_t i = 0; i < float_count; i++) {
         if (datatype != float_handles[i]) continue;
         type->predefined = 1;

@@ -243,6 +243,14 @@ void reprod_mpi_set_state(enum reprod_mpi_state state);
  * be used. Under sessions alone it may not. */
 int reprod_mpi_world_running(void);
 
+/* MPI_COMM_WORLD's size and our rank in it, noted by the MPI_Init hook (reprod_mpi_note_world)
+ * and forgotten when the state leaves RUNNING: the world is an intracommunicator whose size
+ * and rank never change and whose handle is never freed, so a reduction on it need not ask.
+ * Returns 1 with *size and *rank set, or 0 when not known (MPI started unseen, finalizing):
+ * then ask the library. */
+void reprod_mpi_note_world(int size, int rank);
+int reprod_mpi_world_geometry(int *size, int *rank);
+
 /* An MPI-4 session began (+1) or ended (-1). */
 void reprod_mpi_count_session(int change);
 

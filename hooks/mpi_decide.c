@@ -29,17 +29,6 @@ void mpi_hook_leave(void)
     hook_depth--;
 }
 
-int mpi_in_place(const void *buffer)
-{
-    const struct reprod_mpi *mpi = reprod_mpi();
-    return mpi->abi && (uintptr_t)buffer == mpi->abi->in_place;
-}
-
-const void *mpi_source(const void *sendbuf, const void *recvbuf)
-{
-    return mpi_in_place(sendbuf) ? recvbuf : sendbuf;
-}
-
 int mpi_buffers_erroneous(const struct mpi_reduction *reduction, const void *sendbuf,
                           const void *recvbuf, mpi_count elements, int receives,
                           int alias_checked, int send_in_place_allowed)
@@ -181,6 +170,27 @@ static int learn_geometry(struct mpi_reduction *reduction)
     return -1;
 }
 
+/* The communicator's size and our rank in it, for `elements` elements. Returns -1, or the
+ * reason to pass (an intercommunicator, nothing to reduce, a handle the library refuses).
+ * MPI_COMM_WORLD's are known without asking (three calls into the library cost a small
+ * reduction as much as its arithmetic). */
+static int learn_communicator(struct mpi_reduction *reduction, mpi_count elements)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    mpi_handle comm = reduction->comm;
+    int known = comm == mpi->comm_world &&
+                reprod_mpi_world_geometry(&reduction->ranks, &reduction->rank);
+    int inter = 0;
+    if (!known && mpi->real.Comm_test_inter(comm, &inter) != REPROD_MPI_OK)
+        return REPROD_PASS_BAD_ARGUMENT;
+    if (inter) return REPROD_PASS_INTERCOMM;
+    if (elements == 0) return REPROD_PASS_EMPTY;
+    if (!known && (mpi->real.Comm_size(comm, &reduction->ranks) != REPROD_MPI_OK ||
+                   mpi->real.Comm_rank(comm, &reduction->rank) != REPROD_MPI_OK))
+        return REPROD_PASS_BAD_ARGUMENT;
+    return -1;
+}
+
 /* The decision once the library is known to run; see mpi_reduction_decide. */
 static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
 {
@@ -194,7 +204,8 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
     if (op_class == REPROD_OPCLASS_DETERMINISTIC) return REPROD_PASS_DETERMINISTIC_OP;
     if (reprod_mpi_classify_type(datatype, &reduction->type) != REPROD_MPI_OK)
         return REPROD_PASS_BAD_ARGUMENT;
-    struct reprod_decision decision = reprod_decide(op_class, reduction->type.element_class);
+    struct reprod_decision decision;
+    reprod_decide(op_class, reduction->type.element_class, &decision);
     /* Audit mode passes a float sum through, to be audited beside: it goes on to learn the
      * reduction's geometry (and may still pass for a structural reason). */
     if (decision.action == REPROD_ACTION_PASS && decision.audit_action == REPROD_ACTION_PASS)
@@ -203,14 +214,9 @@ static int decide_running(struct mpi_reduction *reduction, mpi_count elements)
      * MPI_ERR_OP for a derived one. */
     if (!reduction->type.predefined && op_class != REPROD_OPCLASS_USER)
         return REPROD_PASS_BAD_ARGUMENT;
-    int inter = 0;
-    if (mpi->real.Comm_test_inter(comm, &inter) != REPROD_MPI_OK) return REPROD_PASS_BAD_ARGUMENT;
-    if (inter) return REPROD_PASS_INTERCOMM;
-    if (elements == 0) return REPROD_PASS_EMPTY;
-    if (mpi->real.Comm_size(comm, &reduction->ranks) != REPROD_MPI_OK ||
-        mpi->real.Comm_rank(comm, &reduction->rank) != REPROD_MPI_OK)
-        return REPROD_PASS_BAD_ARGUMENT;
-    int why = learn_geometry(reduction);
+    int why = learn_communicator(reduction, elements);
+    if (why >= 0) return why;
+    why = learn_geometry(reduction);
     if (why >= 0) return why;
     reduction->action = decision.action;
     if (decision.action != REPROD_ACTION_PASS) return -1;
@@ -229,7 +235,10 @@ enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const c
     reduction->datatype = datatype;
     reduction->op = op;
     reduction->comm = comm;
-    reduction->start_ns = reprod_stats_clock_ns();
+    /* Times only for the summary and the log: reading the clock costs a small reduction as
+     * much as its arithmetic. */
+    reduction->timed = reprod_log_enabled(REPROD_LOG_INFO);
+    if (reduction->timed) reduction->start_ns = reprod_clock_ns();
     reduction->action = REPROD_ACTION_PASS;
     if (reprod_config()->mode == REPROD_MODE_OFF) {
         *reason = REPROD_PASS_MODE_OFF;
@@ -307,6 +316,7 @@ int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, cons
         reprod_mpi()->real.Comm_call_errhandler(reduction->comm, rc);
     if (reduction->trace_sequence)
         trace_output(reduction, elements, rc == REPROD_MPI_OK ? output : NULL, output_elements);
+    if (!reduction->timed) return rc; /* neither counted (reprod_stats_record) nor logged */
     uint64_t elapsed = reduction->shim_ns + (reprod_stats_clock_ns() - reduction->start_ns);
     enum reprod_path path =
         reduction->action == REPROD_ACTION_EXACT ? REPROD_PATH_EXACT : REPROD_PATH_ORDERED;

@@ -76,10 +76,13 @@ char *mpi_scratch(const struct mpi_reduction *reduction, mpi_count elements, voi
 {
     size_t span = 0;
     if (elements > 0) {
-        size_t extent = (size_t)reduction->extent;
-        if ((size_t)elements - 1 > (SIZE_MAX / 2 - (size_t)reduction->true_extent) / extent)
+        /* Beyond half the address space: no division to find out (it would cost a small
+         * reduction more than the rest of this function). */
+        size_t strides = 0;
+        if (__builtin_mul_overflow((size_t)elements - 1, (size_t)reduction->extent, &strides) ||
+            strides > SIZE_MAX / 2 - (size_t)reduction->true_extent)
             mpi_fatal_no_memory(reduction, SIZE_MAX);
-        span = ((size_t)elements - 1) * extent + (size_t)reduction->true_extent;
+        span = strides + (size_t)reduction->true_extent;
     }
     size_t rounded = (span + SCRATCH_ALIGNMENT - 1) / SCRATCH_ALIGNMENT * SCRATCH_ALIGNMENT;
     if (extra_bytes > SIZE_MAX / 4) mpi_fatal_no_memory(reduction, extra_bytes);

@@ -42,7 +42,7 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, mpi_count b
                       int block_count, void *out)
 {
     if (block_count <= 0 || block_elements <= 0) return REPROD_MPI_OK;
-    uint64_t started = reprod_stats_clock_ns();
+    uint64_t started = reduction->timed ? reprod_clock_ns() : 0;
     int rc = REPROD_MPI_OK;
     if (reduction->action == REPROD_ACTION_ORDERED_LIBRARY) {
         rc = fold_with_library(reduction, blocks, block_elements, block_count, out);
@@ -67,7 +67,7 @@ int mpi_reduce_blocks(struct mpi_reduction *reduction, char *blocks, mpi_count b
         if (contributions != stack_pointers) free(contributions);
         if (engine_rc != REPROD_OK) rc = mpi_own_error(reduction, reprod_mpi()->abi->err_intern);
     }
-    reduction->engine_ns += reprod_stats_clock_ns() - started;
+    if (reduction->timed) reduction->engine_ns += reprod_clock_ns() - started;
     return rc;
 }
 
@@ -75,8 +75,11 @@ int mpi_is_small(const struct mpi_reduction *reduction, mpi_count count)
 {
     /* Gathering whole contributions beats exchanging chunks while each still travels as one
      * small message (shared-memory transports switch to a slower protocol above a few KiB:
-     * Open MPI's vader at 4 KiB). Bytes decide, whatever the count. */
-    return count <= GATHER_ALL_MAX_BYTES / reduction->extent;
+     * Open MPI's vader at 4 KiB). Bytes decide, whatever the count. No division: a 64-bit
+     * one costs a small reduction more than the rest of this choice. */
+    mpi_count extent = reduction->extent;
+    return count <= 0 || (count <= GATHER_ALL_MAX_BYTES && extent <= GATHER_ALL_MAX_BYTES &&
+                          count * extent <= GATHER_ALL_MAX_BYTES);
 }
 
 /* Split `count` elements into `ranks` chunks as evenly as possible, the longer ones first. */

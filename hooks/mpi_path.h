@@ -61,6 +61,7 @@ struct mpi_reduction {
     mpi_count true_extent;   /* bytes an element touches */
     mpi_count type_bytes;    /* payload bytes of one element */
     int plain;               /* its elements are plain bytes: size == extent == true extent */
+    int timed;               /* REPROD_VERBOSE >= 1: the times below are taken (summary, log) */
     uint64_t start_ns;       /* when the hook started */
     uint64_t shim_ns;        /* time spent in the shim before start_ns (nonblocking) */
     uint64_t engine_ns;      /* time spent reducing so far */
@@ -88,10 +89,17 @@ enum reprod_action mpi_reduction_decide(struct mpi_reduction *reduction, const c
 const char *mpi_type_name(const struct mpi_reduction *reduction);
 
 /* 1 when `buffer` is MPI_IN_PLACE. */
-int mpi_in_place(const void *buffer);
+static inline int mpi_in_place(const void *buffer)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    return mpi->abi && (uintptr_t)buffer == mpi->abi->in_place;
+}
 
 /* Where a call's contribution is: the send buffer, or the receive buffer for MPI_IN_PLACE. */
-const void *mpi_source(const void *sendbuf, const void *recvbuf);
+static inline const void *mpi_source(const void *sendbuf, const void *recvbuf)
+{
+    return mpi_in_place(sendbuf) ? recvbuf : sendbuf;
+}
 
 /* The buffers of a call the deterministic path would run on, checked as the library checks
  * them: MPI_IN_PLACE where MPI forbids it, send and receive buffer the same memory without

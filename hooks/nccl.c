@@ -68,7 +68,8 @@ static enum reprod_action decide(const struct nccl_call *c, struct nccl_work *wo
     if (info->ranks == 1) return *reason = REPROD_PASS_ONE_RANK, 0;
     if (type < 0) return *reason = REPROD_PASS_UNSUPPORTED, 0; /* FP8 */
     if (!reprod_cuda_ready()) return *reason = REPROD_PASS_UNSUPPORTED, 0;
-    struct reprod_decision decision = reprod_decide(op_class, REPROD_ELEMENT_ENGINE_FLOAT);
+    struct reprod_decision decision;
+    reprod_decide(op_class, REPROD_ELEMENT_ENGINE_FLOAT, &decision);
     if (decision.action == REPROD_ACTION_PASS) return *reason = decision.reason, 0;
     memset(work, 0, sizeof *work);
     work->collective = c->collective;

@@ -443,6 +443,36 @@ static int exact_pair(reprod_type type, reprod_op op, reprod_rounding rounding,
 
 /* ---- Exact: entry point ------------------------------------------------------------------- */
 
+/* The exact sum by the kernels and the general path (the MXCSR environment set): returns how
+ * many elements took the general path. The accumulator lives here, not in the caller: clearing
+ * its half KiB costs a small reduction more than its arithmetic, and two contributions (the
+ * pair kernels) need none. */
+static size_t exact_by_kernels(reprod_type type, reprod_op op, reprod_rounding rounding,
+                               const void *const contributions[], int contribution_count,
+                               size_t element_count, void *result, int force_general)
+{
+    struct engine_accumulator a;
+    size_t done = 0, general = 0;
+    int small = type == REPROD_FLOAT16 || type == REPROD_BFLOAT16;
+    engine_accumulator_clear(&a);
+    if (!force_general && small && kernel_level() >= ENGINE_KERNELS_AVX2)
+        done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
+                                       element_count, (uint16_t *)result, &a, &general);
+    else if (!force_general && type == REPROD_FLOAT32)
+        done = float32_kernel()(op, rounding, contributions, contribution_count, element_count,
+                                (float *)result, &a, &general);
+    else if (!force_general && type == REPROD_FLOAT64 &&
+             engine_fast_double_serves(op, contribution_count))
+        done = float64_kernel()(op, rounding, contributions, contribution_count, element_count,
+                                (double *)result, &a, &general);
+    for (size_t i = done; i < element_count; i++) {
+        uint64_t bits = engine_exact_element(type, op, rounding, contributions,
+                                             contribution_count, i, force_general, &a, &general);
+        engine_store_bits(type, result, i, bits);
+    }
+    return general;
+}
+
 int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding,
                         const void *const contributions[], int contribution_count,
                         size_t element_count, void *result,
@@ -458,30 +488,11 @@ int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding
     size_t general = 0;
     if (element_count > 0) {
         engine_environment saved;
-        struct engine_accumulator a;
         environment_enter(&saved);
-        engine_accumulator_clear(&a);
-        size_t done = 0;
-        int small = type == REPROD_FLOAT16 || type == REPROD_BFLOAT16;
-        if (!force_general && exact_pair(type, op, rounding, contributions, contribution_count,
+        if (force_general || !exact_pair(type, op, rounding, contributions, contribution_count,
                                          element_count, result))
-            done = element_count;
-        else if (!force_general && small && kernel_level() >= ENGINE_KERNELS_AVX2)
-            done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
-                                           element_count, (uint16_t *)result, &a, &general);
-        else if (!force_general && type == REPROD_FLOAT32)
-            done = float32_kernel()(op, rounding, contributions, contribution_count, element_count,
-                                    (float *)result, &a, &general);
-        else if (!force_general && type == REPROD_FLOAT64 &&
-                 engine_fast_double_serves(op, contribution_count))
-            done = float64_kernel()(op, rounding, contributions, contribution_count, element_count,
-                                    (double *)result, &a, &general);
-        for (size_t i = done; i < element_count; i++) {
-            uint64_t bits =
-                engine_exact_element(type, op, rounding, contributions, contribution_count, i,
-                                     force_general, &a, &general);
-            engine_store_bits(type, result, i, bits);
-        }
+            general = exact_by_kernels(type, op, rounding, contributions, contribution_count,
+                                       element_count, result, force_general);
         environment_leave(&saved);
     }
     if (stats != NULL) stats->general_elements = general;

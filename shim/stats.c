@@ -86,6 +86,9 @@ enum reprod_family reprod_family_of(const char *api)
 void reprod_stats_record(const char *api, enum reprod_path path, size_t bytes, uint64_t shim_ns,
                          uint64_t engine_ns)
 {
+    /* Only the summary (REPROD_VERBOSE >= 1) reads these: below it, five atomic additions on
+     * shared lines per call would buy nothing. */
+    if (!reprod_log_enabled(REPROD_LOG_INFO)) return;
     atomic_fetch_add_explicit(&path_calls[path], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&family_deterministic[reprod_family_of(api)], 1,
                               memory_order_relaxed);

@@ -52,7 +52,8 @@ enum reprod_family {
 enum reprod_family reprod_family_of(const char *api);
 
 /* Count a call of `api` made deterministic: its payload in bytes, wall time in the shim and the
- * part of it spent in the engine. */
+ * part of it spent in the engine. Counted only when the summary is written (REPROD_VERBOSE >=
+ * 1). */
 void reprod_stats_record(const char *api, enum reprod_path path, size_t bytes, uint64_t shim_ns,
                          uint64_t engine_ns);
 

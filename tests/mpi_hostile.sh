@@ -4,7 +4,9 @@
 # shows the problem the shim removes) and under the shim. Issue 6's defects, by scenario:
 #   padded (1), self-wildcard (2), f90 (3), big-scatter (4), alloc-fail (6), large-extent (9),
 #   op-free (10), intercomm-int (11), in-place-recv (13), errhandler (14), waitall (17);
-#   persistent and large-count: MPI_Allreduce_init and the _c bindings are exact.
+#   persistent and large-count: MPI_Allreduce_init and the _c bindings are exact;
+#   world-geometry: what the shim knows of MPI_COMM_WORLD without asking is never taken for
+#   another communicator's (one freed and remade, with the same handle value).
 # Threads (defects 2, 5, 12) have their own script: tests/mpi_threads.sh.
 . tests/lib.sh
 
@@ -79,7 +81,7 @@ for family in openmpi mpich; do
     expect ok "$family" shim 4 REPROD_STRICT=1 -- intercomm-int
 
     # Exact under the shim; natively the rounding shows (np >= 3).
-    scenarios=(f90 persistent)
+    scenarios=(f90 persistent world-geometry)
     [ "$family" = mpich ] && scenarios+=(large-count sessions)
     for scenario in "${scenarios[@]}"; do
         expect problem "$family" native 3 -- "$scenario"

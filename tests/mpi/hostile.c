@@ -104,6 +104,51 @@ static void fill(double *buffer, long n, int stride)
         buffer[i * stride] = contribution(rank, i);
 }
 
+/* ---- world-geometry: what the shim knows of MPI_COMM_WORLD stays with it ---------------- */
+
+/* An all-reduce and a reduce to the last rank on `comm`, checked on our rank in it (the
+ * contributions and exact sums follow rank and ranks, set to the communicator's here). */
+static void reduce_on(MPI_Comm comm, const char *what)
+{
+    enum { N = 48 };
+    double send[N], receive[N];
+    int world_rank = rank, world_ranks = ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    fill(send, N, 1);
+    MPI_Allreduce(send, receive, N, MPI_DOUBLE, MPI_SUM, comm);
+    expect_exact(what, receive, N, 1);
+    memset(receive, 0, sizeof receive);
+    MPI_Reduce(send, receive, N, MPI_DOUBLE, MPI_SUM, ranks - 1, comm);
+    if (rank == ranks - 1) expect_exact(what, receive, N, 1);
+    rank = world_rank, ranks = world_ranks;
+}
+
+/* Reductions on MPI_COMM_WORLD (whose size and rank the shim learns once, at MPI_Init)
+ * interleaved with reductions on communicators of another size or rank order, each freed before
+ * the next is made (the libraries hand the freed handle value out again): each must be reduced
+ * over its own ranks, with its own root. */
+static void world_geometry(void)
+{
+    MPI_Comm first = MPI_COMM_NULL;
+    int reused = 0;
+    for (int round = 0; round < 6; round++) {
+        reduce_on(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+        /* Even rounds: every rank, in reverse order; odd ones: all but rank 0, in order. */
+        int reversed = round % 2 == 0;
+        int colour = reversed || rank > 0 ? 0 : MPI_UNDEFINED;
+        MPI_Comm other;
+        MPI_Comm_split(MPI_COMM_WORLD, colour, reversed ? ranks - rank : rank, &other);
+        if (round == 0) first = other;
+        if (round > 0 && other != MPI_COMM_NULL && other == first) reused++;
+        if (other != MPI_COMM_NULL) {
+            reduce_on(other, reversed ? "ranks reversed" : "all but rank 0");
+            MPI_Comm_free(&other);
+        }
+    }
+    if (rank == 1) printf("world-geometry: a freed handle value came back %d times\n", reused);
+}
+
 /* ---- padded: pair types whose extent exceeds their size -------------------------------- */
 
 struct double_int { double value; int index; };
@@ -767,6 +812,7 @@ int main(int argc, char **argv)
     else if (strcmp(scenario, "type-free") == 0) type_free();
     else if (strcmp(scenario, "null-buffer") == 0) null_buffer();
     else if (strcmp(scenario, "persistent-derived") == 0) persistent_derived();
+    else if (strcmp(scenario, "world-geometry") == 0) world_geometry();
     else {
         if (rank == 0) fprintf(stderr, "hostile: unknown scenario '%s'\n", scenario);
         MPI_Finalize();
