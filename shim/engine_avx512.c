@@ -25,7 +25,10 @@ int engine_cpu_has_avx512(void)
     int has = atomic_load_explicit(&cached, memory_order_relaxed);
     if (has < 0) {
         __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx512f") != 0;
+        /* The distillation tier's AVX-512 build (engine_distill.c) uses DQ, VL and BW too:
+         * every AVX-512 CPU since Skylake-SP has them; one without them runs the AVX2 level. */
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
         atomic_store_explicit(&cached, has, memory_order_relaxed);
     }
     return has;
