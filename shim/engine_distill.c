@@ -1,14 +1,16 @@
-/* engine_distill.c: the distillation tier of engine_inner.h (e) on vectors of refused lanes.
+/* engine_distill.c: the engine's later tiers on vectors of refused lanes (engine_inner.h).
  *
- * A kernel's first pass refuses an element when the exponent window and the certificate (d)
- * both fail: heavy cancellation, or t too coarse. Done one element at a time (the general
- * path) that costs tens to hundreds of nanoseconds an element: the cliff. Here the refused
- * lanes of a kernel's block (8 or 16 elements) are distilled together on vectors: the N terms
- * of each lane are loaded once, the cascade runs over them in place pass after pass, and after
- * each pass (d) decides the lanes it can; what is left after ENGINE_DISTILL_PASSES takes the
- * general path. Every lane does the same work (no branch between elements), and it computes
- * exactly what engine_distill_element does for one element, so which tier decides never
- * depends on the kernel level (tests/unit/test_engine.c checks it).
+ * A binary64 kernel's first pass refuses an element when neither (c') nor (d) decides it:
+ * heavy cancellation, or t too coarse. Done one element at a time (the general path) that
+ * costs tens to hundreds of nanoseconds an element: the cliff. Here the refused lanes of a
+ * kernel's block (8 or 16 elements) are distilled together on vectors (e): the N terms of each
+ * lane are loaded once (or taken from the errors the kernel kept), the cascade runs over them
+ * in place pass after pass, and after each pass (d), (c') and the midpoint rule (f) decide the
+ * lanes they can; what is left after ENGINE_DISTILL_PASSES takes the general path. Binary32
+ * lanes beyond their window run (g) the same way. Every lane does the same work (no branch
+ * between elements), and it computes exactly what the per-element functions of
+ * engine_inner.h do (which the GPU kernels run), so which tier decides never depends on the
+ * kernel level (tests/unit/test_engine.c and the fuzzer check it).
  *
  * One body in GCC vector code, compiled for each kernel level: the wrappers below carry the
  * target, and the always-inline body takes it on (a vector of 8 doubles is one AVX-512
