@@ -392,81 +392,11 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     return (uint32_t)bad_mask;
 }
 
-/* Exact binary64 sums, 8 elements at a time (two vectors of 4, interleaved for latency): the
- * TwoSum cascade, the tests of engine_inner.h (c') and (d), refused lanes to the distillation
- * tier (engine_distill.c). Above FLOAT64_DIRECT contributions the states of FLOAT64_BLOCK
- * elements stay in L1 while FLOAT64_GROUP contributions at a time stream through them (as in
- * engine_avx512.c); each element adds its terms in the same order either way. */
-AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
-                                               const void *const *contributions, int count,
-                                               size_t element_count, double *result,
-                                               struct engine_accumulator *a, size_t *general)
-{
-    size_t j = 0;
-    if (count <= FLOAT64_DIRECT) {
-        /* After a block with refused lanes the next ones keep their errors for the
-         * distillation tier, as in engine_avx512.c. */
-        double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
-        int storing = 0; /* blocks left to store the errors of */
-        for (; j + 8 <= element_count; j += 8) {
-            struct float64_quad x0, x1; /* not an array: they stay in registers */
-            float64_start(&x0);
-            float64_start(&x1);
-            float64_add(&x0, (const double *)contributions[0] + j, NULL);
-            float64_add(&x1, (const double *)contributions[0] + j + 4, NULL);
-            struct float64_second y0, y1;
-            float64_second_start(&y0);
-            float64_second_start(&y1);
-            if (storing) {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_second_add(&y0, float64_add(&x0, p, slot));
-                    float64_second_add(&y1, float64_add(&x1, p + 4, slot + 4));
-                }
-                float64_second_add(&y0, x0.s); /* the first pass's s comes last */
-                float64_second_add(&y1, x1.s);
-                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                _mm256_store_pd(top, x0.s);
-                _mm256_store_pd(top + 4, x1.s);
-            } else {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    float64_add(&x0, p, NULL);
-                    float64_add(&x1, p + 4, NULL);
-                }
-            }
-            const struct float64_quad x[2] = {x0, x1};
-            const struct float64_second y[2] = {y0, y1};
-            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL, y);
-            storing = refused ? 2 : storing - (storing > 0);
-        }
-        return j;
-    }
-    struct float64_quad x[FLOAT64_BLOCK / 4];
-    while (j + 8 <= element_count) {
-        size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
-        length &= ~(size_t)7;
-        int vectors = (int)(length / 4);
-        for (int v = 0; v < vectors; v++)
-            float64_start(&x[v]);
-        for (int k = 0; k < count; k += FLOAT64_GROUP) {
-            int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
-            for (int v = 0; v < vectors; v++) {
-                struct float64_quad y = x[v];
-                for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + 4 * v, NULL);
-                x[v] = y;
-            }
-        }
-        for (int v = 0; v < vectors; v += 2)
-            float64_finish(op, dir, contributions, count, j + 4 * (size_t)v, &x[v], result, a,
-                           general, NULL, NULL);
-        j += length;
-    }
-    return j;
-}
+#define FLOAT64_KERNEL   engine_exact_float64_avx2
+#define FLOAT64_FUNCTION AVX2_FUNCTION
+#define FLOAT64_STATE    struct float64_quad
+#define FLOAT64_LANES    4
+#include "engine_float64_driver.h"
 
 #else /* not x86-64: no AVX2 kernels */
 

@@ -340,19 +340,16 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
         engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask & ~second,
                                       prepared, out, a, general);
     if (second) { /* a refused element holds a nonzero term */
-        _mm512_storeu_pd(s, y[0].s);
-        _mm512_storeu_pd(s + 8, y[1].s);
-        _mm512_storeu_pd(t, y[0].t);
-        _mm512_storeu_pd(t + 8, y[1].t);
+        double s2[16], t2[16];
+        _mm512_storeu_pd(s2, y[0].s);
+        _mm512_storeu_pd(s2 + 8, y[1].s);
+        _mm512_storeu_pd(t2, y[0].t);
+        _mm512_storeu_pd(t2 + 8, y[1].t);
         for (uint32_t rest = second; rest; rest &= rest - 1) {
             int lane = __builtin_ctz(rest);
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
-                                            s[lane], t[lane], 1, a, general);
+                                            s2[lane], t2[lane], 1, a, general);
         }
-        _mm512_storeu_pd(s, x[0].s);
-        _mm512_storeu_pd(s + 8, x[1].s);
-        _mm512_storeu_pd(t, x[0].t);
-        _mm512_storeu_pd(t + 8, x[1].t);
     }
     for (int lane = 0; lane < 16; lane++)
         if (!((bad_mask >> lane) & 1)) /* min all ones: every term is zero */
@@ -362,83 +359,11 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     return bad_mask;
 }
 
-/* Exact binary64 sums: the TwoSum cascade, the tests of engine_inner.h (c') and (d), and a
- * non-finite s + t for infinities, NaNs and overflow; refused lanes go to the distillation
- * tier (engine_distill.c). Up to FLOAT64_DIRECT contributions, 16 elements at a time run
- * through every contribution; with more, the states of a block of FLOAT64_BLOCK elements stay
- * in L1 while groups of FLOAT64_GROUP contributions stream through it (as the ordered fold
- * does): few memory streams at a time. Each element adds its terms in the same order either
- * way. */
-AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
-                                                   const void *const *contributions, int count,
-                                                   size_t element_count, double *result,
-                                                   struct engine_accumulator *a, size_t *general)
-{
-    size_t j = 0;
-    if (count <= FLOAT64_DIRECT) {
-        /* After a block with refused lanes the next ones keep their errors for the
-         * distillation tier (a store per term), which then starts at its second pass. */
-        double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
-        int storing = 0; /* blocks left to store the errors of */
-        for (; j + 16 <= element_count; j += 16) {
-            struct float64_lanes x0, x1; /* not an array: they stay in registers */
-            float64_start(&x0);
-            float64_start(&x1);
-            float64_add(&x0, (const double *)contributions[0] + j, NULL);
-            float64_add(&x1, (const double *)contributions[0] + j + 8, NULL);
-            struct float64_second y0, y1;
-            float64_second_start(&y0);
-            float64_second_start(&y1);
-            if (storing) {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_second_add(&y0, float64_add(&x0, p, slot));
-                    float64_second_add(&y1, float64_add(&x1, p + 8, slot + 8));
-                }
-                float64_second_add(&y0, x0.s); /* the first pass's s comes last */
-                float64_second_add(&y1, x1.s);
-                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                _mm512_store_pd(top, x0.s);
-                _mm512_store_pd(top + 8, x1.s);
-            } else {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    float64_add(&x0, p, NULL);
-                    float64_add(&x1, p + 8, NULL);
-                }
-            }
-            const struct float64_lanes x[2] = {x0, x1};
-            const struct float64_second y[2] = {y0, y1};
-            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL, y);
-            storing = refused ? 2 : storing - (storing > 0);
-        }
-        return j;
-    }
-    struct float64_lanes x[FLOAT64_BLOCK / 8];
-    while (j + 16 <= element_count) {
-        size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
-        length &= ~(size_t)15;
-        int vectors = (int)(length / 8);
-        for (int v = 0; v < vectors; v++)
-            float64_start(&x[v]);
-        for (int k = 0; k < count; k += FLOAT64_GROUP) {
-            int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
-            for (int v = 0; v < vectors; v++) {
-                struct float64_lanes y = x[v];
-                for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + 8 * v, NULL);
-                x[v] = y;
-            }
-        }
-        for (int v = 0; v < vectors; v += 2)
-            float64_finish(op, dir, contributions, count, j + 8 * (size_t)v, &x[v], result, a,
-                           general, NULL, NULL);
-        j += length;
-    }
-    return j;
-}
+#define FLOAT64_KERNEL   engine_exact_float64_avx512
+#define FLOAT64_FUNCTION AVX512_FUNCTION
+#define FLOAT64_STATE    struct float64_lanes
+#define FLOAT64_LANES    8
+#include "engine_float64_driver.h"
 
 #else /* not x86-64: no AVX-512 kernels */
 

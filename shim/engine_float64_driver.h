@@ -1,0 +1,87 @@
+/* engine_float64_driver.h: the binary64 exact kernel's loop over blocks of elements, one text
+ * for engine_avx2.c and engine_avx512.c (each includes it once, after its own primitives).
+ *
+ * The includer defines FLOAT64_KERNEL (the function's name), FLOAT64_FUNCTION (its target
+ * attribute), FLOAT64_STATE (the first pass's state of FLOAT64_LANES elements) and the
+ * primitives float64_start, float64_add, float64_second_start, float64_second_add and
+ * float64_finish (engine_avx512.c describes them).
+ *
+ * The TwoSum cascade, judged by engine_inner.h (c') and (d), a non-finite s + t for
+ * infinities, NaNs and overflow; refused lanes go to the distillation tier (engine_distill.c).
+ * Up to FLOAT64_DIRECT contributions, two states (2 FLOAT64_LANES elements, interleaved for
+ * latency) run through every contribution; after a block with refused lanes the next ones
+ * keep each error for the tier and run its second pass alongside (two blocks of hysteresis).
+ * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
+ * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
+ * memory streams at a time. Each element adds its terms in the same order either way.
+ */
+
+FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
+                                       const void *const *contributions, int count,
+                                       size_t element_count, double *result,
+                                       struct engine_accumulator *a, size_t *general)
+{
+    enum { W = FLOAT64_LANES, PAIR = 2 * FLOAT64_LANES };
+    size_t j = 0;
+    if (count <= FLOAT64_DIRECT) {
+        double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
+        int storing = 0; /* blocks left to store the errors of */
+        for (; j + PAIR <= element_count; j += PAIR) {
+            FLOAT64_STATE x0, x1; /* not an array: they stay in registers */
+            float64_start(&x0);
+            float64_start(&x1);
+            float64_add(&x0, (const double *)contributions[0] + j, NULL);
+            float64_add(&x1, (const double *)contributions[0] + j + W, NULL);
+            struct float64_second y0, y1;
+            float64_second_start(&y0);
+            float64_second_start(&y1);
+            if (storing) {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                    float64_second_add(&y0, float64_add(&x0, p, slot));
+                    float64_second_add(&y1, float64_add(&x1, p + W, slot + W));
+                }
+                float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+                float64_second_add(&y1, x1.s);
+                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                memcpy(top, &x0.s, sizeof x0.s);
+                memcpy(top + W, &x1.s, sizeof x1.s);
+            } else {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    float64_add(&x0, p, NULL);
+                    float64_add(&x1, p + W, NULL);
+                }
+            }
+            const FLOAT64_STATE x[2] = {x0, x1};
+            const struct float64_second y[2] = {y0, y1};
+            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
+                                              general, storing ? errors : NULL, y);
+            storing = refused ? 2 : storing - (storing > 0);
+        }
+        return j;
+    }
+    FLOAT64_STATE x[FLOAT64_BLOCK / W];
+    while (j + PAIR <= element_count) {
+        size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
+        length &= ~(size_t)(PAIR - 1);
+        int vectors = (int)(length / W);
+        for (int v = 0; v < vectors; v++)
+            float64_start(&x[v]);
+        for (int k = 0; k < count; k += FLOAT64_GROUP) {
+            int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+            for (int v = 0; v < vectors; v++) {
+                FLOAT64_STATE y = x[v];
+                for (int g = 0; g < group; g++)
+                    float64_add(&y, (const double *)contributions[k + g] + j + W * (size_t)v, NULL);
+                x[v] = y;
+            }
+        }
+        for (int v = 0; v < vectors; v += 2)
+            float64_finish(op, dir, contributions, count, j + W * (size_t)v, &x[v], result, a,
+                           general, NULL, NULL);
+        j += length;
+    }
+    return j;
+}
