@@ -35,7 +35,7 @@ static struct tcase case_new(const char *label, reprod_type type, int n, size_t 
     return c;
 }
 
-/* Contribution buffers of the case's type, in the order given by `order`. */
+/* Contribution buffers of the case's type, in the order given by `order` (NULL: as they are). */
 static void **case_buffers(const struct tcase *c, const int *order)
 {
     size_t size = tf_size(c->type);
@@ -43,7 +43,7 @@ static void **case_buffers(const struct tcase *c, const int *order)
     for (int k = 0; k < c->n; k++) {
         buffers[k] = calloc(c->count + 1, size);
         for (size_t i = 0; i < c->count; i++) {
-            uint64_t bits = c->terms[(size_t)order[k] * c->count + i];
+            uint64_t bits = c->terms[(size_t)(order ? order[k] : k) * c->count + i];
             memcpy((char *)buffers[k] + i * size, &bits, size);
         }
     }
@@ -178,18 +178,26 @@ static size_t check_exact(const struct tcase *c, struct rng *r)
 
 typedef void generator(const struct tfmt *f, struct rng *r, int n, uint64_t *terms);
 
+/* A case whose elements the per-element generator fills. */
+static struct tcase case_generated(const char *label, reprod_type t, int n, size_t count,
+                                   generator *gen, struct rng *r)
+{
+    struct tcase c = case_new(label, t, n, count);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    for (size_t i = 0; i < count; i++) {
+        gen(&test_formats[t], r, n, terms);
+        for (int k = 0; k < n; k++)
+            c.terms[(size_t)k * count + i] = terms[k];
+    }
+    return c;
+}
+
 /* Build a case from a per-element generator and check it. */
 static void run_generated(const char *label, reprod_type t, int n, size_t count, generator *gen,
                           uint64_t seed)
 {
     struct rng r = {seed ^ ((uint64_t)t << 32) ^ (uint64_t)n * 7919 ^ count};
-    struct tcase c = case_new(label, t, n, count);
-    uint64_t terms[ORACLE_MAX_TERMS];
-    for (size_t i = 0; i < count; i++) {
-        gen(&test_formats[t], &r, n, terms);
-        for (int k = 0; k < n; k++)
-            c.terms[(size_t)k * count + i] = terms[k];
-    }
+    struct tcase c = case_generated(label, t, n, count, gen, &r);
     check_exact(&c, &r);
     free(c.terms);
 }
@@ -418,8 +426,9 @@ static void gen_wide_boundary(const struct tfmt *f, struct rng *r, int n, uint64
     for (int k = 0; k < n; k++) {
         if (k < noise) {
             int low = field - 200 > 1 ? field - 200 : 1;
-            terms[k] = tf_make(f, (int)(rng_next(r) & 1), rng_range(r, low, field - 1 > low ? field - 1 : low),
-                               random_frac(f, r));
+            terms[k] =
+                tf_make(f, (int)(rng_next(r) & 1),
+                        rng_range(r, low, field - 1 > low ? field - 1 : low), random_frac(f, r));
         } else if (mpfr_zero_p(sum)) {
             terms[k] = (rng_next(r) & 1) ? tf_sign(f) : 0;
         } else {

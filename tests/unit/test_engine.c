@@ -459,17 +459,8 @@ Test(engine, distillation_settles_midpoints_by_what_lies_below)
         int n = ns[s];
         enum { COUNT = 64 };
         struct rng r = {7300 + (uint64_t)n};
-        struct tcase c = case_new("tie-rest", REPROD_FLOAT64, n, COUNT);
-        uint64_t terms[64];
-        for (size_t i = 0; i < COUNT; i++) {
-            gen_tie_rest(&test_formats[REPROD_FLOAT64], &r, n, terms);
-            for (int k = 0; k < n; k++)
-                c.terms[(size_t)k * COUNT + i] = terms[k];
-        }
-        int order[64];
-        for (int k = 0; k < n; k++)
-            order[k] = k;
-        void **buffers = case_buffers(&c, order);
+        struct tcase c = case_generated("tie-rest", REPROD_FLOAT64, n, COUNT, gen_tie_rest, &r);
+        void **buffers = case_buffers(&c, NULL);
         for (int dir = REPROD_ROUND_NEAREST; dir <= REPROD_ROUND_DOWN; dir++)
             for (size_t i = 0; i < COUNT; i++) {
                 uint64_t bits;
@@ -502,17 +493,9 @@ Test(engine, distillation_decides_cancelling_sums_and_hands_on_the_deepest)
             int n = ns[s];
             cancel_depth = depths[d];
             struct rng r = {7000 + (uint64_t)(n * 10) + d};
-            struct tcase c = case_new("cancel-depth", REPROD_FLOAT64, n, COUNT);
-            uint64_t terms[64];
-            for (size_t i = 0; i < COUNT; i++) {
-                gen_cancel_depth(&test_formats[REPROD_FLOAT64], &r, n, terms);
-                for (int k = 0; k < n; k++)
-                    c.terms[(size_t)k * COUNT + i] = terms[k];
-            }
-            int order[64];
-            for (int k = 0; k < n; k++)
-                order[k] = k;
-            void **buffers = case_buffers(&c, order);
+            struct tcase c =
+                case_generated("cancel-depth", REPROD_FLOAT64, n, COUNT, gen_cancel_depth, &r);
+            void **buffers = case_buffers(&c, NULL);
             void *out = malloc(COUNT * 8);
             for (int op = REPROD_SUM; op <= REPROD_AVG; op++) {
                 int distilled;
@@ -578,15 +561,9 @@ Test(engine, binary32_beyond_the_window_sums_in_binary64)
     }
     /* the tier decides them: none on the general path */
     struct rng r = {33};
-    struct tcase c = case_new("f32-wide-general", REPROD_FLOAT32, 8, 600);
-    uint64_t terms[8];
-    for (size_t i = 0; i < c.count; i++) {
-        gen_float32_wide(&test_formats[REPROD_FLOAT32], &r, 8, terms);
-        for (int k = 0; k < 8; k++)
-            c.terms[(size_t)k * c.count + i] = terms[k];
-    }
-    int order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    void **buffers = case_buffers(&c, order);
+    struct tcase c =
+        case_generated("f32-wide-general", REPROD_FLOAT32, 8, 600, gen_float32_wide, &r);
+    void **buffers = case_buffers(&c, NULL);
     float *out = malloc(c.count * sizeof(float));
     struct reprod_engine_stats stats = {0};
     reprod_engine_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST,
