@@ -162,15 +162,13 @@ ENGINE_FUNCTION void reprod_kernel_reduce(const struct reprod_kernel_args *args,
     if (args->premul == REPROD_KERNEL_PREMUL_DEVICE)
         scalar = engine_load_bits(type, args->scalar_device, 0);
     struct engine_accumulator a;
-    int cleared = 0; /* `a` is cleared on first use: the fast path never touches it */
+    int cleared = 0; /* `a` is cleared on first use: the tiers before the general path don't use it */
     size_t general = 0;
     for (uint64_t i = thread; i < args->elements; i += threads) {
         uint64_t bits;
         if (args->premul != REPROD_KERNEL_PREMUL_NONE || !args->ordered) {
             if (args->premul == REPROD_KERNEL_PREMUL_NONE &&
-                (engine_exact_fast(type, op, dir, c, count, (size_t)i, &bits) ||
-                 engine_exact_distilled(type, op, dir, c, count, (size_t)i, &bits) ||
-                 engine_exact_wide32(type, op, dir, c, count, (size_t)i, &bits))) {
+                engine_exact_tiers(type, op, dir, c, count, (size_t)i, &bits)) {
                 engine_store_bits(type, args->out, (size_t)i, bits);
                 continue;
             }

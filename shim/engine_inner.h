@@ -740,6 +740,18 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     return 1;
 }
 
+/* Every tier before the general path, in order: the fast path, the distillation tier (e)-(f)
+ * and binary32 beyond its window (g). 1 with the bits of element `index`, 0 when only the
+ * general path can decide; no accumulator involved (a GPU thread touches its own only then). */
+ENGINE_FUNCTION int engine_exact_tiers(reprod_type type, reprod_op op, reprod_rounding dir,
+                                       const void *const *contributions, int count, size_t index,
+                                       uint64_t *bits_out)
+{
+    return engine_exact_fast(type, op, dir, contributions, count, index, bits_out) ||
+           engine_exact_distilled(type, op, dir, contributions, count, index, bits_out) ||
+           engine_exact_wide32(type, op, dir, contributions, count, index, bits_out);
+}
+
 /* Element `index` of the exact reduction: the bits of the rounded sum (or average) of
  * contributions[0..count-1][index]. Tries the fast path unless force_general; `a` must be empty
  * (and is left empty); *general is incremented when the general path ran. */
@@ -749,11 +761,7 @@ ENGINE_FUNCTION uint64_t engine_exact_element(reprod_type type, reprod_op op, re
                                               struct engine_accumulator *a, size_t *general)
 {
     uint64_t bits;
-    if (!force_general && engine_exact_fast(type, op, dir, contributions, count, index, &bits))
-        return bits;
-    if (!force_general && engine_exact_distilled(type, op, dir, contributions, count, index, &bits))
-        return bits;
-    if (!force_general && engine_exact_wide32(type, op, dir, contributions, count, index, &bits))
+    if (!force_general && engine_exact_tiers(type, op, dir, contributions, count, index, &bits))
         return bits;
     struct engine_format f = engine_format_of(type);
     ++*general;
