@@ -162,7 +162,7 @@ ENGINE_FUNCTION void reprod_kernel_reduce(const struct reprod_kernel_args *args,
     if (args->premul == REPROD_KERNEL_PREMUL_DEVICE)
         scalar = engine_load_bits(type, args->scalar_device, 0);
     struct engine_accumulator a;
-    int cleared = 0; /* `a` is cleared on first use: the tiers before the general path don't use it */
+    int cleared = 0; /* `a` is cleared on first use: only the general path uses it */
     size_t general = 0;
     for (uint64_t i = thread; i < args->elements; i += threads) {
         uint64_t bits;
