@@ -511,6 +511,18 @@ ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double
     *error_sum_out = error_sum;
 }
 
+/* The min over the errors a pass left in v[0..n-2] of their magnitude bits minus one (zeros:
+ * all ones), for (c'): each error is a multiple of its own ulp, so of the smallest one's. */
+ENGINE_FUNCTION uint64_t engine_distill_errors_low(const double *v, int n)
+{
+    uint64_t low = 0x7fffffffffffffffull;
+    for (int k = 0; k < n - 1; k++) {
+        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
+        low = less_one < low ? less_one : low;
+    }
+    return low;
+}
+
 /* (f) for a distilled v[0..n-1] = [rest..., c, s]: 1 with (s, t) that round as the exact sum,
  * 0 when it does not apply. */
 ENGINE_FUNCTION int engine_distill_tie(const double *v, int n, double *s_out, double *t_out)
@@ -560,14 +572,8 @@ ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int
         engine_distill_pass(v, count, &s, &t, &error_sum);
         if (!engine_is_finite(s + t)) continue;
         int decided = engine_fast_certified(s, t, error_sum, count, dir);
-        if (!decided) {
-            uint64_t low = 0x7fffffffffffffffull;
-            for (int k = 0; k < count - 1; k++) {
-                uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
-                low = less_one < low ? less_one : low;
-            }
-            decided = engine_fast_errors_exact(error_sum, low);
-        }
+        if (!decided)
+            decided = engine_fast_errors_exact(error_sum, engine_distill_errors_low(v, count));
         if (!decided) decided = engine_distill_tie(v, count, &s, &t);
         if (decided) {
             *s_out = s;
@@ -629,10 +635,7 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
         uint64_t low = 0x7fffffffffffffffull;
         if (pass > 0) {
             engine_distill_pass(v, count, &s, &t, &error_sum);
-            for (int k = 0; k < count - 1; k++) {
-                uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
-                low = less_one < low ? less_one : low;
-            }
+            low = engine_distill_errors_low(v, count);
         }
         int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, low32)
                                 : engine_fast_errors_exact(error_sum, low);
