@@ -5,7 +5,8 @@
  * the medians are compared. The first cases are the rows of issue 9: similar magnitudes (the
  * common case of gradients), each contribution's exponent spread over +-B binades, many
  * contributions, subnormals, cancellation, and the worst of several relative placements of the
- * contributions in memory. Prints one line per case; always exits 0.
+ * contributions in memory. Prints one line per case; always exits 0. Arguments, if any, are
+ * the indices (from 0) of the cases to run, for measuring a few rows while working on them.
  */
 #include "engine.h"
 #include "reprod.h"
@@ -30,8 +31,9 @@ enum bench_shape {
 };
 
 /* Placements: where contribution k lies, relative to the others. */
-#define PLACEMENTS 4 /* separate 64-byte-aligned buffers; one buffer with stride = the size,
-                        + 64 bytes, + 2 KiB + 64 bytes */
+#define PLACEMENTS                                                                                 \
+    4 /* separate 64-byte-aligned buffers; one buffer with stride = the size,                      \
+         + 64 bytes, + 2 KiB + 64 bytes */
 
 struct bench_case {
     reprod_type type;
@@ -110,8 +112,7 @@ static double shaped_value(const struct bench_case *c, uint64_t *state, size_t i
     return ldexp(v, binade);
 }
 
-static void fill(const struct bench_case *c, void *buffer, int k, double *partial,
-                 uint64_t *state)
+static void fill(const struct bench_case *c, void *buffer, int k, double *partial, uint64_t *state)
 {
     reprod_type type = c->type;
     for (size_t i = 0; i < c->count; i++) {
@@ -234,9 +235,19 @@ static void run_case(const struct bench_case *c)
     fflush(stdout);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    size_t n_cases = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n_cases && argc <= 1; i++)
         run_case(&cases[i]);
+    for (int a = 1; a < argc; a++) {
+        char *end;
+        unsigned long i = strtoul(argv[a], &end, 10);
+        if (*end || i >= n_cases) {
+            fprintf(stderr, "bench_engine: no case %s (0 to %zu)\n", argv[a], n_cases - 1);
+            return 2;
+        }
+        run_case(&cases[i]);
+    }
     return 0;
 }

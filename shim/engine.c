@@ -199,16 +199,20 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
                 result[j + (size_t)lane] = (float)sums[lane];
             continue;
         }
-        int32_t bad_lane[8], max_lane[8];
+        int32_t bad_lane[8], max_lane[8], min_lane[8];
         VSTORE(bad_lane, bad0);
         VSTORE(bad_lane + 4, bad1);
         VSTORE(max_lane, max0);
         VSTORE(max_lane + 4, max1);
+        VSTORE(min_lane, min0);
+        VSTORE(min_lane + 4, min1);
         uint32_t out[8], refused = 0;
         for (int lane = 0; lane < 8; lane++)
             refused |= (uint32_t)(bad_lane[lane] != 0) << lane;
         if (refused)
-            engine_wide32_generic(op, dir, contributions, count, j, 8, refused, out, a, general);
+            engine_wide32_generic(op, dir, contributions, count, j, 8, refused,
+                                  (const uint32_t *)max_lane, (const uint32_t *)min_lane, out, a,
+                                  general);
         for (int lane = 0; lane < 8; lane++) {
             size_t index = j + (size_t)lane;
             if (!bad_lane[lane])
@@ -466,8 +470,8 @@ static size_t exact_by_kernels(reprod_type type, reprod_op op, reprod_rounding r
         done = float64_kernel()(op, rounding, contributions, contribution_count, element_count,
                                 (double *)result, &a, &general);
     for (size_t i = done; i < element_count; i++) {
-        uint64_t bits = engine_exact_element(type, op, rounding, contributions,
-                                             contribution_count, i, force_general, &a, &general);
+        uint64_t bits = engine_exact_element(type, op, rounding, contributions, contribution_count,
+                                             i, force_general, &a, &general);
         engine_store_bits(type, result, i, bits);
     }
     return general;

@@ -56,7 +56,8 @@ static inline int inexact_raised(const double *sums)
 /* Bit l set: lane l of the 16 elements at p (binary32, N contributions at offset j) is outside
  * the fast window or holds an infinity or NaN. The doubled magnitude (sign shifted out) feeds an
  * unsigned max, and it minus one an unsigned min, so that zeros (all ones) never win. */
-AVX2_FUNCTION static int float32_span_check(const void *const *contributions, int count, size_t j)
+AVX2_FUNCTION static int float32_span_check(const void *const *contributions, int count, size_t j,
+                                            uint32_t *largest, uint32_t *smallest)
 {
     const __m256i one = _mm256_set1_epi32(1);
     __m256i max0 = _mm256_setzero_si256(), max1 = max0;
@@ -72,6 +73,11 @@ AVX2_FUNCTION static int float32_span_check(const void *const *contributions, in
         min0 = _mm256_min_epu32(min0, _mm256_sub_epi32(b0, one));
         min1 = _mm256_min_epu32(min1, _mm256_sub_epi32(b1, one));
     }
+    /* for the tiers beyond the window: undoubled (zeros: 0x7fffffff in smallest) */
+    _mm256_storeu_si256((__m256i *)largest, _mm256_srli_epi32(max0, 1));
+    _mm256_storeu_si256((__m256i *)(largest + 8), _mm256_srli_epi32(max1, 1));
+    _mm256_storeu_si256((__m256i *)smallest, _mm256_srli_epi32(min0, 1));
+    _mm256_storeu_si256((__m256i *)(smallest + 8), _mm256_srli_epi32(min1, 1));
     /* Exponent fields (bits 24..31 of the doubled magnitude); a subnormal's counts as 1, and
      * all zeros give e_min = 1 > e_max = 0. */
     const __m256i window = _mm256_set1_epi32(engine_fast_window(24, count));
@@ -116,17 +122,23 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
-    int wide_chunks = 0; /* chunks left to send to (g) whole, as in engine_avx512.c */
+    int wide = 0; /* the last chunk was mostly beyond the window, as in engine_avx512.c */
     while (j + 16 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)15;
-        if (wide_chunks > 0) {
-            wide_chunks--;
-            engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, result, a, general);
+        uint32_t largest[FLOAT32_CHUNK], smallest[FLOAT32_CHUNK]; /* the span check's */
+        if (wide) { /* as long as most groups of 16 lanes reach beyond the window */
+            int wide_groups = 0;
+            for (size_t b = 0; b < length; b += 16)
+                wide_groups +=
+                    float32_span_check(contributions, count, j + b, largest + b, smallest + b) != 0;
+            wide = 2 * (size_t)wide_groups > length / 16;
+            engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, largest, smallest,
+                                     result, a, general);
             j += length;
             continue;
         }
-        int wide_lanes = 0;
+        int wide_groups = 0;
         inexact_clear();
         for (size_t b = 0; b < length; b += 16) {
             /* Two partial sums per lane (even and odd contributions) halve the chain of
@@ -166,8 +178,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
         for (size_t b = 0; b < length; b += 16) {
             const double *sum = sums + b;
             int bad_mask = all_exact ? float32_nonfinite(sum)
-                                     : float32_span_check(contributions, count, j + b);
-            wide_lanes += __builtin_popcount((unsigned)bad_mask);
+                                     : float32_span_check(contributions, count, j + b, largest + b,
+                                                          smallest + b);
+            wide_groups += bad_mask != 0;
             uint32_t out[16];
             if (vector_store) {
                 /* Round to nearest is the hardware conversion, and the sums from -0 already
@@ -182,7 +195,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             if (bad_mask)
                 engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
-                                   out, a, general);
+                                   all_exact ? NULL : largest + b, smallest + b, out, a, general);
             for (int lane = 0; lane < 16 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */
@@ -191,7 +204,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             memcpy(result + j + b, out, sizeof out);
         }
-        if (2 * (size_t)wide_lanes > length) wide_chunks = 3;
+        wide = 2 * (size_t)wide_groups > length / 16;
         j += length;
     }
     return j;

@@ -50,9 +50,11 @@ static inline int inexact_raised(const double *sums)
 }
 
 /* Bit l set: lane l of the 32 binary32 elements at offset j is outside the fast window or holds
- * an infinity or NaN (the span check of engine_avx2.c, 16 lanes per vector). */
+ * an infinity or NaN (the span check of engine_avx2.c, 16 lanes per vector); each lane's
+ * largest magnitude bits and smallest nonzero ones minus one into largest[l], smallest[l], for
+ * the tiers beyond the window (engine_wide32_fn). */
 AVX512_FUNCTION static uint32_t float32_span_check(const void *const *contributions, int count,
-                                                   size_t j)
+                                                   size_t j, uint32_t *largest, uint32_t *smallest)
 {
     const __m512i one = _mm512_set1_epi32(1);
     __m512i max0 = _mm512_setzero_si512(), max1 = max0;
@@ -67,6 +69,10 @@ AVX512_FUNCTION static uint32_t float32_span_check(const void *const *contributi
         min0 = _mm512_min_epu32(min0, _mm512_sub_epi32(b0, one)); /* zeros: all ones */
         min1 = _mm512_min_epu32(min1, _mm512_sub_epi32(b1, one));
     }
+    _mm512_storeu_si512(largest, _mm512_srli_epi32(max0, 1)); /* undoubled: the sign bit 0 */
+    _mm512_storeu_si512(largest + 16, _mm512_srli_epi32(max1, 1));
+    _mm512_storeu_si512(smallest, _mm512_srli_epi32(min0, 1)); /* zeros: 0x7fffffff */
+    _mm512_storeu_si512(smallest + 16, _mm512_srli_epi32(min1, 1));
     const __m512i window = _mm512_set1_epi32(engine_fast_window(24, count));
     const __m512i max_finite_field = _mm512_set1_epi32(254);
     __m512i e_max0 = _mm512_srli_epi32(max0, 24), e_max1 = _mm512_srli_epi32(max1, 24);
@@ -92,6 +98,14 @@ AVX512_FUNCTION static uint32_t float32_nonfinite(const double *sums)
     return bad;
 }
 
+/* How many of the two groups of 16 lanes in a span check's mask reach beyond the window: a
+ * group with any such lane costs the tier's call, so when most do, the kernel sends the next
+ * chunk whole to the tier. */
+static inline int float32_wide_groups(uint32_t bad_mask)
+{
+    return ((bad_mask & 0xffff) != 0) + ((bad_mask >> 16) != 0);
+}
+
 /* Exact binary32: the two-pass scheme of engine_avx2.c with blocks of 32 elements. */
 AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding dir,
                                                    const void *const *contributions, int count,
@@ -102,18 +116,23 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
-    int wide_chunks = 0; /* chunks left to send to (g) whole, after one that was mostly wide */
+    int wide = 0; /* the last chunk was mostly beyond the window: send this one whole to (h) */
     while (j + 32 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)31;
-        if (wide_chunks > 0) { /* (g) decides in-window lanes too: skip the binary64 sums */
-            wide_chunks--;
-            engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, result, a,
-                                       general);
+        uint32_t largest[FLOAT32_CHUNK], smallest[FLOAT32_CHUNK]; /* the span check's */
+        if (wide) {              /* (h) decides in-window lanes too: skip the binary64 sums */
+            int wide_groups = 0; /* the span check says whether the next chunk stays here */
+            for (size_t b = 0; b < length; b += 32)
+                wide_groups += float32_wide_groups(
+                    float32_span_check(contributions, count, j + b, largest + b, smallest + b));
+            wide = 2 * (size_t)wide_groups > length / 16;
+            engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, largest, smallest,
+                                       result, a, general);
             j += length;
             continue;
         }
-        int wide_lanes = 0;
+        int wide_groups = 0;
         inexact_clear();
         for (size_t b = 0; b < length; b += 32) {
             /* Even and odd contributions in separate partial sums (subsets: still exact). */
@@ -148,8 +167,10 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
         for (size_t b = 0; b < length; b += 32) {
             const double *sum = sums + b;
             uint32_t bad_mask = all_exact ? float32_nonfinite(sum)
-                                          : float32_span_check(contributions, count, j + b);
-            wide_lanes += __builtin_popcount(bad_mask);
+                                          : float32_span_check(contributions, count, j + b,
+                                                               largest + b, smallest + b);
+            const uint32_t *known = all_exact ? NULL : largest + b; /* if the check ran */
+            wide_groups += float32_wide_groups(bad_mask);
             uint32_t out[32];
             if (vector_store) { /* nearest: the hardware conversion (sums from -0 carry the right
                                  * sign of zero); then (g) overwrites the bad lanes. Inputs are
@@ -160,10 +181,11 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             }
             if (bad_mask & 0xffff)
                 engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
-                                     out, a, general);
+                                     known, smallest + b, out, a, general);
             if (bad_mask >> 16)
                 engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
-                                     out + 16, a, general);
+                                     known ? known + 16 : NULL, smallest + b + 16, out + 16, a,
+                                     general);
             for (int lane = 0; lane < 32 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1))
@@ -172,7 +194,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             }
             memcpy(result + j + b, out, sizeof out);
         }
-        if (2 * (size_t)wide_lanes > length) wide_chunks = 3;
+        wide = 2 * (size_t)wide_groups > length / 16;
         j += length;
     }
     return j;

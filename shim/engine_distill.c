@@ -31,14 +31,89 @@ typedef uint64_t distill_unsigned __attribute__((vector_size(64)));
 #define FRACTION       0x000fffffffffffffll
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DISTILL_X86    1
 #define DISTILL_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
-#define DISTILL_AVX2   __attribute__((target("avx2")))
+#define DISTILL_AVX2   __attribute__((target("avx2,fma")))
 #else
+#define DISTILL_X86 0
 #define DISTILL_AVX512
 #define DISTILL_AVX2
 #endif
 
+/* Levels, as the bodies' `level` argument (a literal in each wrapper): what little GCC's vector
+ * code does badly goes through per-level helpers, inlined into the wrappers of their level. */
+enum { LEVEL_GENERIC, LEVEL_AVX2, LEVEL_AVX512 };
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* The 8 binary32 values at p as doubles, into *x. GCC converts a whole vector through
+ * extracts and inserts (four instructions); the AVX-512 conversion is one, AVX2's two. The
+ * level helpers are not always_inline: they inline into the wrapper of their level only. */
+#if DISTILL_X86
+DISTILL_AVX512 static inline void distill_floats_avx512(const float *p, distill_vector *x)
+{
+    __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(p));
+    memcpy(x, &d, sizeof d);
+}
+
+DISTILL_AVX2 static inline void distill_floats_avx2(const float *p, distill_vector *x)
+{
+    __m256d low = _mm256_cvtps_pd(_mm_loadu_ps(p)), high = _mm256_cvtps_pd(_mm_loadu_ps(p + 4));
+    memcpy(x, &low, sizeof low);
+    memcpy((char *)x + sizeof low, &high, sizeof high);
+}
+#endif
+
+/* *sum = a + b rounded once, as an FMA a * 1 + b where the level has one: AMD's Zen 4 runs
+ * FMAs on its multiply units, beside the two that add (engine_avx512.c), so that a loop of
+ * additions issues from both; the same bits either way. */
+#if DISTILL_X86
+DISTILL_AVX512 static inline void
+distill_add_fma_avx512(const distill_vector *a, const distill_vector *b, distill_vector *sum)
+{
+    __m512d unit = _mm512_set1_pd(1.0), x, y;
+    __asm__("" : "+v"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    __m512d r = _mm512_fmadd_pd(x, unit, y);
+    memcpy(sum, &r, sizeof r);
+}
+
+DISTILL_AVX2 static inline void distill_add_fma_avx2(const distill_vector *a,
+                                                     const distill_vector *b, distill_vector *sum)
+{
+    __m256d unit = _mm256_set1_pd(1.0), x[2], y[2];
+    __asm__("" : "+x"(unit));
+    memcpy(x, a, sizeof x);
+    memcpy(y, b, sizeof y);
+    x[0] = _mm256_fmadd_pd(x[0], unit, y[0]);
+    x[1] = _mm256_fmadd_pd(x[1], unit, y[1]);
+    memcpy(sum, x, sizeof x);
+}
+#endif
+
+ALWAYS_INLINE void distill_add_fma(const int level, const distill_vector *a,
+                                   const distill_vector *b, distill_vector *sum)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_add_fma_avx512(a, b, sum);
+    if (level == LEVEL_AVX2) return distill_add_fma_avx2(a, b, sum);
+#endif
+    *sum = *a + *b;
+}
+
+ALWAYS_INLINE void distill_floats(const int level, const float *p, distill_vector *x)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_floats_avx512(p, x);
+    if (level == LEVEL_AVX2) return distill_floats_avx2(p, x);
+#endif
+    typedef float float_vector __attribute__((vector_size(32)));
+    float_vector f;
+    memcpy(&f, p, sizeof f);
+    *x = __builtin_convertvector(f, distill_vector);
+}
 
 /* Lane-wise tests written without comparisons, which GCC lowers to scalar code for vectors
  * wider than the target's (and for AVX-512's mask registers): shifts and subtractions only.
@@ -274,51 +349,143 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     }
 }
 
-/* Binary32 lanes beyond the fast path's window (engine_inner.h (g)), `groups` vectors of 8:
- * the binary64 cascade over the terms, judged by (c') (u: the smallest term's float ulp), then
- * up to ENGINE_DISTILL_PASSES passes of (e) judged by (c') on their errors; decided lanes round
- * S + T = TwoSum(s, t) to binary32 through the odd neighbour (engine_wide32_finish), the
- * hardware conversion when rounding a nonzero sum to nearest. engine_wide32_sum lane-wise. */
-ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                               int count, size_t j, const int groups, uint32_t refused,
-                               uint32_t *out, struct engine_accumulator *a, size_t *general)
+/* Binary32 vectors of 8 lanes for the tiers beyond the window. */
+typedef float wide32_floats __attribute__((vector_size(32)));
+typedef float wide32_floats_half __attribute__((vector_size(16)));
+typedef int32_t wide32_int __attribute__((vector_size(32)));
+typedef uint32_t wide32_bits __attribute__((vector_size(32)));
+
+/* (h) lane-wise (engine_wide32_sum) for `groups` vectors of 8 lanes from element j, given per
+ * lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`:
+ * all ones in fits[g] where it applies (and `open` holds), its S + T there. Returns those
+ * lanes as bits. */
+ALWAYS_INLINE uint32_t wide32_split(const int level, const int groups,
+                                    const void *const *contributions, int count, size_t j,
+                                    const wide32_bits *high, const wide32_bits *low,
+                                    const distill_mask *open, distill_mask *fits, distill_vector *S,
+                                    distill_vector *T)
 {
-    typedef float float_vector __attribute__((vector_size(32)));
-    typedef float float_half __attribute__((vector_size(16)));
-    typedef int32_t int32_vector __attribute__((vector_size(32)));
-    typedef uint32_t uint32_vector __attribute__((vector_size(32)));
-    uint32_t undecided = refused;
-    distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
-    if (count <= ENGINE_DISTILL_TERMS) {
-        distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
-        distill_mask open[DISTILL_GROUPS], low[DISTILL_GROUPS];
-        uint32_vector low32[DISTILL_GROUPS]; /* the terms' binary32 magnitude bits - 1, min */
+    const int32_t log2_n = engine_ceil_log2(count), span_limit = engine_wide32_split_limit(count);
+    distill_vector sigma[DISTILL_GROUPS];
+    uint32_t split = 0;
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        wide32_int field_max = (wide32_int)(high[g] >> 23);
+        wide32_int field_min = (wide32_int)(((low[g] + 1) & 0x7fffffff) >> 23);
+        field_min |= ((field_min - 1) >> 31) & 1; /* at least 1 */
+        wide32_int too_wide = (254 - field_max) | (span_limit - (field_max - field_min));
+        fits[g] = __builtin_convertvector(~(too_wide >> 31), distill_mask) & open[g];
+        field_max |= ((field_max - 1) >> 31) & 1;
+        distill_mask exponent =
+            __builtin_convertvector(field_max, distill_mask) + (log2_n - 126 + 1023);
+        sigma[g] = (distill_vector)(exponent << 52);
+        split |= distill_bits(&fits[g]) << (DISTILL_WIDTH * g);
+    }
+    if (!split) return 0;
+    distill_vector hi[DISTILL_GROUPS] = {{0}}, lo[DISTILL_GROUPS] = {{0}};
+    for (int k = 0; k < count; k++)
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
-            S_done[g] = T_done[g] = (distill_vector){0};
-            distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
+            distill_vector x, q, r;
+            distill_floats(level, (const float *)contributions[k] + j + DISTILL_WIDTH * g, &x);
+            /* 5 additions, 3 of them as FMAs: both kinds of unit busy (Zen 4) */
+            distill_add_fma(level, &x, &sigma[g], &q);
+            q -= sigma[g];
+            r = x - q;
+            distill_add_fma(level, &q, &hi[g], &hi[g]);
+            distill_add_fma(level, &r, &lo[g], &lo[g]);
         }
-        /* The first pass straight from the terms (converted as they are loaded); the min of
-         * their binary32 magnitude bits - 1 alongside (both below 2^31: no overflow). */
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        distill_vector sum = hi[g] + lo[g], w = sum - hi[g];
+        S[g] = sum;
+        T[g] = (hi[g] - (sum - w)) + (lo[g] - w);
+    }
+    return split;
+}
+
+/* The binary32 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
+ * to odd, then the hardware's conversion (engine_wide32_finish); all ones in *nonzero where S
+ * is not zero (a zero sum's sign needs the terms). */
+ALWAYS_INLINE void wide32_nearest(const distill_vector *S, const distill_vector *T,
+                                  wide32_floats *rounded, distill_mask *nonzero)
+{
+    distill_mask S_bits = (distill_mask)*S, T_bits = (distill_mask)*T;
+    distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
+    distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
+    distill_vector odd = (distill_vector)((distill_unsigned)S_bits + (distill_unsigned)step);
+    wide32_floats_half low_half =
+        __builtin_convertvector(__builtin_shufflevector(odd, odd, 0, 1, 2, 3), wide32_floats_half);
+    wide32_floats_half high_half =
+        __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), wide32_floats_half);
+    *rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
+    *nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
+}
+
+/* Binary32 lanes beyond the fast path's window, `groups` vectors of 8: (h) where the spread
+ * allows, else (g): the binary64 cascade over the terms, judged by (c') (u: the smallest
+ * term's float ulp), then up to ENGINE_DISTILL_PASSES passes of (e) judged by (c') on their
+ * errors. Decided lanes round S + T to binary32 through the odd neighbour
+ * (engine_wide32_finish), the hardware conversion when rounding a nonzero sum to nearest.
+ * engine_wide32_sum lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or NULL. */
+ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                               int count, size_t j, const int level, const int groups,
+                               uint32_t refused, const uint32_t *largest, const uint32_t *smallest,
+                               uint32_t *out, struct engine_accumulator *a, size_t *general)
+{
+    uint32_t undecided = refused;
+    distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
+    distill_mask open[DISTILL_GROUPS];
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        S_done[g] = T_done[g] = (distill_vector){0};
+        distill_lanes(refused >> (DISTILL_WIDTH * g), &open[g]);
+    }
+    /* per lane the terms' largest magnitude bits, and their smallest nonzero ones minus one */
+    wide32_bits high[DISTILL_GROUPS], smallest32[DISTILL_GROUPS];
+    high[0] = high[1] = (wide32_bits){0};
+    smallest32[0] = smallest32[1] = (wide32_bits){0} + 0x7fffffff;
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups && largest; g++)
+    {
+        memcpy(&high[g], largest + DISTILL_WIDTH * g, sizeof high[g]);
+        memcpy(&smallest32[g], smallest + DISTILL_WIDTH * g, sizeof smallest32[g]);
+    }
+    for (int k = 0; k < count && !largest; k++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            wide32_bits bits;
+            memcpy(&bits, (const float *)contributions[k] + j + DISTILL_WIDTH * g, sizeof bits);
+            /* below 2^31 both: differences are exact as int32 */
+            wide32_bits magnitude = bits & 0x7fffffff, less_one = (bits - 1) & 0x7fffffff;
+            wide32_bits up = magnitude - high[g], down = less_one - smallest32[g];
+            high[g] += up & ~(wide32_bits)((wide32_int)up >> 31);
+            smallest32[g] += down & (wide32_bits)((wide32_int)down >> 31);
+        }
+    if (count >= 1) { /* (h): the split sums, for lanes whose spread allows them */
+        distill_mask fits[DISTILL_GROUPS];
+        distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
+        uint32_t split = wide32_split(level, groups, contributions, count, j, high, smallest32,
+                                      open, fits, S, T);
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups && split; g++)
+        {
+            DISTILL_SELECT(S_done[g], S[g], fits[g]);
+            DISTILL_SELECT(T_done[g], T[g], fits[g]);
+            open[g] &= ~fits[g];
+        }
+        undecided &= ~split;
+    }
+    if (undecided && count <= ENGINE_DISTILL_TERMS) {
+        distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
+        distill_mask low[DISTILL_GROUPS];
+        /* The first pass straight from the terms (converted as they are loaded). */
         distill_vector s[DISTILL_GROUPS], t[DISTILL_GROUPS], error_sum[DISTILL_GROUPS];
         distill_vector s0 = {0}, t0 = {0}, error_sum0 = {0}, s1 = {0}, t1 = {0}, error_sum1 = {0};
-        uint32_vector low0 = (uint32_vector){0} + 0x7fffffff, low1 = low0;
-#define WIDE32_LOAD(x, bits, low, g, k)                                                            \
-    do {                                                                                           \
-        memcpy(&(x), (const float *)contributions[k] + j + DISTILL_WIDTH * (g), sizeof(x));        \
-        memcpy(&(bits), &(x), sizeof(bits));                                                       \
-        uint32_vector less_one_ = ((bits)-1) & 0x7fffffff, down_ = less_one_ - (low);              \
-        (low) += down_ & (uint32_vector)((int32_vector)down_ >> 31);                               \
-    } while (0)
         for (int k = 0; k < count; k++) {
-            float_vector x0, x1;
-            uint32_vector bits0, bits1;
-            WIDE32_LOAD(x0, bits0, low0, 0, k);
-            distill_vector term0 = __builtin_convertvector(x0, distill_vector), term1 = term0;
-            if (groups > 1) {
-                WIDE32_LOAD(x1, bits1, low1, 1, k);
-                term1 = __builtin_convertvector(x1, distill_vector);
-            }
+            distill_vector term0, term1;
+            distill_floats(level, (const float *)contributions[k] + j, &term0);
+            term1 = term0;
+            if (groups > 1)
+                distill_floats(level, (const float *)contributions[k] + j + DISTILL_WIDTH, &term1);
             if (k == 0) {
                 s0 = term0;
                 s1 = term1;
@@ -327,11 +494,10 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             DISTILL_STEP(s0, t0, error_sum0, term0, v[k - 1][0]);
             if (groups > 1) DISTILL_STEP(s1, t1, error_sum1, term1, v[k - 1][1]);
         }
-#undef WIDE32_LOAD
         v[count - 1][0] = s0;
         v[count - 1][groups - 1] = groups > 1 ? s1 : s0;
-        s[0] = s0, t[0] = t0, error_sum[0] = error_sum0, low32[0] = low0;
-        s[1] = s1, t[1] = t1, error_sum[1] = error_sum1, low32[1] = low1;
+        s[0] = s0, t[0] = t0, error_sum[0] = error_sum0;
+        s[1] = s1, t[1] = t1, error_sum[1] = error_sum1;
         const double two_n = 2.0 * count;
         for (int pass = 0; pass <= ENGINE_DISTILL_PASSES && undecided; pass++) {
             if (pass > 0) distill_pass(v, count, groups, s, t, error_sum);
@@ -340,8 +506,8 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             {
                 distill_mask field;
                 if (pass == 0) { /* (c') on the terms: their binary32 field + 925 */
-                    field =
-                        __builtin_convertvector(((low32[g] + 1) & 0x7fffffff) >> 23, distill_mask);
+                    field = __builtin_convertvector(((smallest32[g] + 1) & 0x7fffffff) >> 23,
+                                                    distill_mask);
                     field = (field | (MASK_ZERO(field) & 1)) + 925;
                 } else { /* (c') on the errors the pass left */
                     low[g] = (distill_mask){0} + MAGNITUDE;
@@ -366,28 +532,18 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
     }
     uint32_t decided = refused & ~undecided, plain = 0;
     if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
-        /* round to odd, then the hardware's nearest conversion (nonzero sums) */
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
-            distill_mask S_bits = (distill_mask)S_done[g], T_bits = (distill_mask)T_done[g];
-            distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
-            distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
-            distill_vector odd =
-                (distill_vector)((distill_unsigned)S_bits + (distill_unsigned)step);
-            float_vector rounded;
-            float_half low_half =
-                __builtin_convertvector(__builtin_shufflevector(odd, odd, 0, 1, 2, 3), float_half);
-            float_half high_half =
-                __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), float_half);
-            rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
-            distill_mask nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
+            wide32_floats rounded;
+            distill_mask nonzero;
+            wide32_nearest(&S_done[g], &T_done[g], &rounded, &nonzero);
             uint32_t lanes = distill_bits(&nonzero) & (decided >> (DISTILL_WIDTH * g));
             /* only those lanes: the caller may have written the others already */
-            const int32_vector lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
-            int32_vector keep = (0 - (((int32_vector){0} + (int32_t)lanes) & lane_bit)) >> 31;
-            int32_vector previous;
+            const wide32_int lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+            wide32_int keep = (0 - (((wide32_int){0} + (int32_t)lanes) & lane_bit)) >> 31;
+            wide32_int previous;
             memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
-            previous = ((int32_vector)rounded & keep) | (previous & ~keep);
+            previous = ((wide32_int)rounded & keep) | (previous & ~keep);
             memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
             plain |= lanes << (DISTILL_WIDTH * g);
         }
@@ -407,6 +563,45 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
     }
 }
 
+/* (h), else (g), for every lane of elements [j, j + length) (a multiple of 16), given each
+ * lane's largest and smallest (indexed from j): a chunk the kernel expects mostly beyond its
+ * window. Results go to `result` 16 at a time once their inputs are read; a block that (h)
+ * decides whole, rounding a nonzero sum to nearest, skips the rest of the tier. */
+ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                                int count, size_t j, size_t length, const int level,
+                                const uint32_t *largest, const uint32_t *smallest, float *result,
+                                struct engine_accumulator *a, size_t *general)
+{
+    const int nearest_sum = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && count >= 1;
+    for (size_t b = 0; b < length; b += 2 * DISTILL_WIDTH) {
+        if (nearest_sum) {
+            wide32_bits high[DISTILL_GROUPS], low[DISTILL_GROUPS];
+            memcpy(high, largest + b, sizeof high);
+            memcpy(low, smallest + b, sizeof low);
+            distill_mask open[DISTILL_GROUPS], fits[DISTILL_GROUPS];
+            distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
+            open[0] = open[1] = (distill_mask){0} - 1;
+            uint32_t split =
+                wide32_split(level, 2, contributions, count, j + b, high, low, open, fits, S, T);
+            if (split == 0xffff) {
+                wide32_floats rounded[DISTILL_GROUPS];
+                distill_mask nonzero[DISTILL_GROUPS];
+                wide32_nearest(&S[0], &T[0], &rounded[0], &nonzero[0]);
+                wide32_nearest(&S[1], &T[1], &rounded[1], &nonzero[1]);
+                nonzero[0] &= nonzero[1];
+                if (distill_bits(&nonzero[0]) == 0xff) {
+                    memcpy(result + j + b, rounded, sizeof rounded);
+                    continue;
+                }
+            }
+        }
+        uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
+        wide32_body(op, dir, contributions, count, j + b, level, 2, 0xffff, largest + b,
+                    smallest + b, out, a, general);
+        memcpy(result + j + b, out, sizeof out);
+    }
+}
+
 #define DISTILL_LEVEL(name, target)                                                                \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
                      int count, size_t j, int lanes, uint32_t refused, double *prepared,           \
@@ -422,27 +617,28 @@ DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)
 DISTILL_LEVEL(engine_distill_float64_avx2, DISTILL_AVX2)
 DISTILL_LEVEL(engine_distill_float64_generic, )
 
-#define WIDE32_LEVEL(name, target)                                                                 \
+#define WIDE32_LEVEL(name, target, level)                                                          \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
-                     int count, size_t j, int lanes, uint32_t refused, uint32_t *out,              \
-                     struct engine_accumulator *a, size_t *general)                                \
+                     int count, size_t j, int lanes, uint32_t refused, const uint32_t *largest,    \
+                     const uint32_t *smallest, uint32_t *out, struct engine_accumulator *a,        \
+                     size_t *general)                                                              \
     {                                                                                              \
         if (lanes == 16)                                                                           \
-            wide32_body(op, dir, contributions, count, j, 2, refused, out, a, general);            \
+            wide32_body(op, dir, contributions, count, j, level, 2, refused, largest, smallest,    \
+                        out, a, general);                                                          \
         else                                                                                       \
-            wide32_body(op, dir, contributions, count, j, 1, refused, out, a, general);            \
+            wide32_body(op, dir, contributions, count, j, level, 1, refused, largest, smallest,    \
+                        out, a, general);                                                          \
     }                                                                                              \
     target void name##_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,  \
-                             int count, size_t j, size_t length, float *result,                    \
+                             int count, size_t j, size_t length, const uint32_t *largest,          \
+                             const uint32_t *smallest, float *result,                              \
                              struct engine_accumulator *a, size_t *general)                        \
     {                                                                                              \
-        for (size_t b = 0; b < length; b += 16) {                                                  \
-            uint32_t out[16] = {0};                                                                \
-            wide32_body(op, dir, contributions, count, j + b, 2, 0xffff, out, a, general);         \
-            memcpy(result + j + b, out, sizeof out);                                               \
-        }                                                                                          \
+        wide32_chunk(op, dir, contributions, count, j, length, level, largest, smallest, result,   \
+                     a, general);                                                                  \
     }
 
-WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512)
-WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2)
-WIDE32_LEVEL(engine_wide32_generic, )
+WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512, LEVEL_AVX512)
+WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2, LEVEL_AVX2)
+WIDE32_LEVEL(engine_wide32_generic, , LEVEL_GENERIC)

@@ -38,21 +38,25 @@ typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
 
-/* Binary32 lanes beyond the fast path's window (engine_inner.h (g)): the lanes in `refused`
- * (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (g) or the
- * general path. One per kernel level (engine_distill.c). */
+/* Binary32 lanes beyond the fast path's window (engine_inner.h (g), (h)): the lanes in
+ * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (h),
+ * (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
+ * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
+ * which a kernel's span check has found already. One per kernel level (engine_distill.c). */
 typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                              int count, size_t j, int lanes, uint32_t refused, uint32_t *out,
+                              int count, size_t j, int lanes, uint32_t refused,
+                              const uint32_t *largest, const uint32_t *smallest, uint32_t *out,
                               struct engine_accumulator *a, size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
-/* (g) for every lane of elements [j, j + length) (length a multiple of 16), results written
- * 16 at a time once their inputs are read: for chunks the kernel expects mostly beyond its
- * window. */
+/* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
+ * smallest given for each, indexed from j), results written to `result` 16 at a time once
+ * their inputs are read: for chunks the kernel expects mostly beyond its window. */
 typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
                                     const void *const *contributions, int count, size_t j,
-                                    size_t length, float *result, struct engine_accumulator *a,
-                                    size_t *general);
+                                    size_t length, const uint32_t *largest,
+                                    const uint32_t *smallest, float *result,
+                                    struct engine_accumulator *a, size_t *general);
 engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
     engine_wide32_generic_chunk;
 

@@ -575,6 +575,98 @@ Test(engine, binary32_beyond_the_window_sums_in_binary64)
     free(c.terms);
 }
 
+/* Binary32 elements at the border of the split sums (engine_inner.h (h)): N - 2 terms whose
+ * low parts r are all nearly 2^(e + L - 53), the largest the split leaves, a tiny last term
+ * with an odd significand at the smallest field, and the largest term that fixes sigma; the
+ * fields span `span` binades. The low parts then need 53 bits exactly at the limit 82 - 2L
+ * (for N - 2 >= 2^(L - 1)) and one more beyond it. */
+static void make_split_edge(struct rng *r, int n, int span, uint64_t *terms)
+{
+    const struct tfmt *f = &test_formats[REPROD_FLOAT32];
+    int log2_n = engine_ceil_log2(n);
+    int field_max = rng_range(r, span + 1, 254), field_min = field_max - span;
+    /* uσ = 2^(field_max + L - 179); a middle term is uσ (2^23 + 2^22 - 1 - d) 2^-22 with
+     * small d: its split leaves r = uσ (1 - (1 + d) 2^-22) */
+    int middle_field = field_max + log2_n - 51;
+    terms[0] = tf_make(f, 0, field_max, random_frac(f, r));
+    for (int k = 1; k < n - 1; k++)
+        terms[k] = tf_make(f, 0, middle_field, 0x3fffff - (uint64_t)rng_range(r, 0, 15));
+    terms[n - 1] = tf_make(f, 0, field_min, random_frac(f, r) | 1);
+}
+
+static void gen_float32_split_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int limit = engine_wide32_split_limit(n);
+    make_split_edge(r, n, limit + rng_range(r, -1, 1), terms);
+    if (rng_next(r) & 1)
+        for (int k = 0; k < n; k++)
+            terms[k] ^= tf_sign(f);
+}
+
+Test(engine, binary32_split_sums_are_exact_up_to_their_span_limit)
+{
+    static const int ns[] = {8, 16, 64}; /* N - 2 >= 2^(L - 1): the limit is tight */
+    struct rng r = {8211};
+    mpfr_t exact, check, term;
+    mpfr_inits2(ORACLE_EXACT_BITS, exact, check, term, (mpfr_ptr)0);
+    uint64_t terms[ORACLE_MAX_TERMS];
+    int inexact_beyond = 0;
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        int n = ns[s], limit = engine_wide32_split_limit(n);
+        for (int span = limit - 1; span <= limit + 1; span++)
+            for (int trial = 0; trial < 200; trial++) {
+                make_split_edge(&r, n, span, terms);
+                float buffer[ORACLE_MAX_TERMS];
+                const void *c[ORACLE_MAX_TERMS];
+                uint32_t largest = 0, smallest = 0x7fffffff;
+                mpfr_set_zero(exact, 1);
+                for (int k = 0; k < n; k++) {
+                    uint32_t bits = (uint32_t)terms[k];
+                    memcpy(&buffer[k], &bits, sizeof bits);
+                    c[k] = &buffer[k];
+                    largest = (bits & 0x7fffffff) > largest ? bits & 0x7fffffff : largest;
+                    smallest =
+                        ((bits - 1) & 0x7fffffff) < smallest ? (bits - 1) & 0x7fffffff : smallest;
+                    mpfr_set_flt(term, buffer[k], MPFR_RNDN);
+                    mpfr_add(exact, exact, term, MPFR_RNDN);
+                }
+                cr_assert_eq(engine_wide32_split_fits(largest, smallest, n), span <= limit,
+                             "N=%d span %d: (h) applies up to %d binades", n, span, limit);
+                if (span > limit) { /* what (h) would give there: its low sum rounds */
+                    double sigma = engine_wide32_sigma(largest, n), hi = 0.0, lo = 0.0;
+                    for (int k = 0; k < n; k++) {
+                        double x = buffer[k], q = (sigma + x) - sigma;
+                        hi += q;
+                        lo += x - q;
+                    }
+                    mpfr_set_d(check, hi, MPFR_RNDN);
+                    mpfr_set_d(term, lo, MPFR_RNDN);
+                    mpfr_add(check, check, term, MPFR_RNDN);
+                    inexact_beyond += mpfr_cmp(check, exact) != 0;
+                }
+                double S, T; /* (g) beyond the limit only brackets the sum: not checked here */
+                if (span > limit || !engine_wide32_sum(c, n, 0, &S, &T)) continue;
+                mpfr_set_d(check, S, MPFR_RNDN);
+                mpfr_set_d(term, T, MPFR_RNDN);
+                mpfr_add(check, check, term, MPFR_RNDN);
+                if (mpfr_cmp(check, exact) != 0) {
+                    fprintf(stderr, "N=%d span %d: S + T is not the exact sum:", n, span);
+                    for (int k = 0; k < n; k++)
+                        fprintf(stderr, " %#x", (unsigned)terms[k]);
+                    fprintf(stderr, "\n");
+                    cr_assert_fail("binary32 split sum inexact");
+                }
+            }
+    }
+    mpfr_clears(exact, check, term, (mpfr_ptr)0);
+    /* the elements are hard enough: one binade more and the split sum would be wrong */
+    cr_expect_eq(inexact_beyond, 3 * 200, "split sums beyond the limit inexact: %d of %d",
+                 inexact_beyond, 3 * 200);
+    /* the same elements through every kernel level, direction and op, against MPFR */
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+        run_generated("f32-split-edge", REPROD_FLOAT32, ns[s], 600, gen_float32_split_edge, 41);
+}
+
 Test(engine, exact_many_contributions_across_blocks_of_elements)
 {
     /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
