@@ -246,26 +246,34 @@ struct float64_quad {
     __m256d s, t, a, min;
 };
 
-AVX2_FUNCTION static inline void float64_start(struct float64_quad *x)
+/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track)
 {
     x->s = _mm256_set1_pd(-0.0);
     x->t = x->a = _mm256_setzero_pd();
-    x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll)); /* infinity */
+    x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(track ? 0x7ff0000000000000ll : 0)); /* inf */
+}
+
+/* The minimum for (c'): v's magnitude bits minus one into x->min (see float64_quad). */
+AVX2_FUNCTION static inline __attribute__((always_inline)) void
+float64_track(struct float64_quad *x, __m256d v)
+{
+    const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    __m256d m = _mm256_and_pd(v, magnitude_mask);
+    m = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m), _mm256_set1_epi64x(1)));
+    x->min = _mm256_min_pd(m, x->min);
 }
 
 /* Add the 4 terms at p to the state, and store their errors at error_slot unless it is NULL;
  * half the additions as FMAs with an opaque 1.0, as in engine_avx512.c. */
 AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
-float64_add(struct float64_quad *x, const double *p, double *error_slot)
+float64_add(struct float64_quad *x, const double *p, double *error_slot, const int track)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
-    const __m256i one = _mm256_set1_epi64x(1);
     __m256d unit = _mm256_set1_pd(1.0);
     __asm__("" : "+x"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m256d v = _mm256_loadu_pd(p);
-    __m256d m = _mm256_and_pd(v, magnitude_mask);
-    m = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m), one));
-    x->min = _mm256_min_pd(m, x->min);
+    if (track) float64_track(x, v);
     __m256d n = _mm256_add_pd(x->s, v), w = _mm256_fmsub_pd(n, unit, x->s);
     __m256d e =
         _mm256_add_pd(_mm256_sub_pd(x->s, _mm256_sub_pd(n, w)), _mm256_fmsub_pd(v, unit, w));
@@ -317,7 +325,7 @@ float64_second_certified(const struct float64_second *y, int count, reprod_round
 /* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
  * (c') and s + t not certified by (d), or a non-finite s + t: infinities, NaNs, overflow). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) int
-float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
+float64_refused(const struct float64_quad *x, int count, reprod_rounding dir, int *proved)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256d infinity = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
@@ -329,6 +337,7 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
     field = _mm256_sub_epi64(field, _mm256_cmpeq_epi64(field, _mm256_setzero_si256()));
     __m256d wide = _mm256_castsi256_pd(
         _mm256_cmpgt_epi64(_mm256_castpd_si256(x->a), _mm256_slli_epi64(field, 52)));
+    *proved = ~_mm256_movemask_pd(wide) & 0xf;
     if (_mm256_movemask_pd(wide))
         wide = _mm256_andnot_pd(float64_certified(x->s, x->t, x->a, _mm256_set1_pd(2.0 * count),
                                                   dir == REPROD_ROUND_NEAREST),
@@ -344,7 +353,8 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir)
 AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,
-               size_t *general, double *prepared, const struct float64_second *y)
+               size_t *general, double *prepared, const struct float64_second *y, int tracked,
+               uint32_t *proved)
 {
     /* lanes[m]: all ones in the lanes of the 4-bit mask m */
     static const int64_t lanes[16][4] = {
@@ -353,7 +363,24 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
         {0, 0, 0, -1},  {-1, 0, 0, -1},  {0, -1, 0, -1},  {-1, -1, 0, -1},
         {0, 0, -1, -1}, {-1, 0, -1, -1}, {0, -1, -1, -1}, {-1, -1, -1, -1}};
     __m256d sum0 = _mm256_add_pd(x[0].s, x[0].t), sum1 = _mm256_add_pd(x[1].s, x[1].t);
-    int bad0 = float64_refused(&x[0], count, dir), bad1 = float64_refused(&x[1], count, dir);
+    int proved0, proved1;
+    int bad0 = float64_refused(&x[0], count, dir, &proved0);
+    int bad1 = float64_refused(&x[1], count, dir, &proved1);
+    struct float64_quad tracked_x[2];
+    if (!tracked && (bad0 | bad1)) { /* the minimum after all: (c') decides as it would have */
+        tracked_x[0] = x[0], tracked_x[1] = x[1];
+        tracked_x[0].min = tracked_x[1].min =
+            _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
+        for (int k = 0; k < count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            float64_track(&tracked_x[0], _mm256_loadu_pd(p));
+            float64_track(&tracked_x[1], _mm256_loadu_pd(p + 4));
+        }
+        x = tracked_x, tracked = 1;
+        bad0 = float64_refused(&x[0], count, dir, &proved0);
+        bad1 = float64_refused(&x[1], count, dir, &proved1);
+    }
+    *proved = (uint32_t)(proved0 | (proved1 << 4));
     int bad_mask = bad0 | (bad1 << 4), second = 0;
     if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */
         int second0 = bad0 & float64_second_certified(&y[0], count, dir);
@@ -384,23 +411,33 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     if (bad_mask & ~second)
         engine_distill_float64_avx2(op, dir, contributions, count, j, 8,
                                     (uint32_t)(bad_mask & ~second), prepared, out, a, general);
-    if (second) { /* a refused element holds a nonzero term */
+    /* Lanes stored by vector: RN(s + t) rounds a nonzero sum to nearest (after the tier,
+     * which may write whole vectors of `out`). */
+    int done = 0;
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST) {
+        done = ~((bad_mask & ~second) | zero_mask) & 0xff;
+        _mm256_maskstore_pd((double *)out, _mm256_loadu_si256((const __m256i *)lanes[done & 15]),
+                            sum0);
+        _mm256_maskstore_pd((double *)out + 4,
+                            _mm256_loadu_si256((const __m256i *)lanes[done >> 4]), sum1);
+    }
+    if (second & ~done) { /* a refused element holds a nonzero term */
         double s2[8], t2[8];
         _mm256_storeu_pd(s2, y[0].s);
         _mm256_storeu_pd(s2 + 4, y[1].s);
         _mm256_storeu_pd(t2, y[0].t);
         _mm256_storeu_pd(t2 + 4, y[1].t);
-        for (uint32_t rest = (uint32_t)second; rest; rest &= rest - 1) {
+        for (uint32_t rest = (uint32_t)(second & ~done); rest; rest &= rest - 1) {
             int lane = __builtin_ctz(rest);
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
                                             s2[lane], t2[lane], 1, a, general);
         }
     }
     for (int lane = 0; lane < 8; lane++)
-        if (!((bad_mask >> lane) & 1)) /* min still infinity: every term is zero */
-            out[lane] =
-                engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1, s[lane],
-                                    t[lane], min[lane] != 0x7ff0000000000000ull, a, general);
+        if (!(((bad_mask | done) >> lane) & 1)) /* min still infinity: every term is zero */
+            out[lane] = engine_float64_lane(
+                op, dir, contributions, count, j + (size_t)lane, 1, s[lane], t[lane],
+                tracked ? min[lane] != 0x7ff0000000000000ull : -1, a, general);
     memcpy(result + j, out, sizeof out);
     return (uint32_t)bad_mask;
 }

@@ -234,11 +234,21 @@ struct float64_lanes {
     __m512i min;
 };
 
-AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
+/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int track)
 {
     x->s = _mm512_set1_pd(-0.0);
     x->t = x->a = _mm512_setzero_pd();
-    x->min = _mm512_set1_epi64(-1);
+    x->min = _mm512_set1_epi64(track ? -1 : 0);
+}
+
+/* The minimum for (c'): v's doubled magnitude bits minus one (zeros: all ones) into x->min. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) void
+float64_track(struct float64_lanes *x, __m512d v)
+{
+    __m512i b = _mm512_castpd_si512(v);
+    b = _mm512_add_epi64(b, b);
+    x->min = _mm512_min_epu64(x->min, _mm512_sub_epi64(b, _mm512_set1_epi64(1)));
 }
 
 /* Add the 8 terms at p to the state, and store their errors at error_slot unless it is NULL
@@ -246,15 +256,12 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x)
  * opaque 1.0 (x * 1 + y is x + y rounded once: the same bits): where adds and FMAs have their own
  * units (AMD Zen 4) both are busy, elsewhere it changes nothing. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __m512d
-float64_add(struct float64_lanes *x, const double *p, double *error_slot)
+float64_add(struct float64_lanes *x, const double *p, double *error_slot, const int track)
 {
-    const __m512i one = _mm512_set1_epi64(1);
     __m512d unit = _mm512_set1_pd(1.0);
     __asm__("" : "+v"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m512d v = _mm512_loadu_pd(p);
-    __m512i b = _mm512_castpd_si512(v);
-    b = _mm512_add_epi64(b, b);
-    x->min = _mm512_min_epu64(x->min, _mm512_sub_epi64(b, one));
+    if (track) float64_track(x, v);
     __m512d n = _mm512_add_pd(x->s, v), w = _mm512_fmsub_pd(n, unit, x->s);
     __m512d e =
         _mm512_add_pd(_mm512_sub_pd(x->s, _mm512_sub_pd(n, w)), _mm512_fmsub_pd(v, unit, w));
@@ -293,7 +300,7 @@ float64_second_add(struct float64_second *y, __m512d v)
 /* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
  * (c') and s + t not certified by (d), or a non-finite s + t (infinities, NaNs, overflow). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
-float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir)
+float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, __mmask8 *proved)
 {
     const __m512i one = _mm512_set1_epi64(1);
     const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
@@ -304,6 +311,7 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir)
     __m512i field = _mm512_max_epu64(_mm512_srli_epi64(_mm512_add_epi64(x->min, one), 53), one);
     __mmask8 wide =
         _mm512_cmpgt_epu64_mask(_mm512_castpd_si512(x->a), _mm512_slli_epi64(field, 52));
+    *proved = (__mmask8)~wide;
     if (wide)
         wide &= ~float64_certified(x->s, x->t, x->a, _mm512_set1_pd(2.0 * count),
                                    dir == REPROD_ROUND_NEAREST);
@@ -319,12 +327,28 @@ AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,
                struct engine_accumulator *a, size_t *general, double *prepared,
-               const struct float64_second *y)
+               const struct float64_second *y, int tracked, uint32_t *proved)
 {
     const __m512i magnitude = _mm512_set1_epi64(0x7fffffffffffffffll);
     const __m512i infinity = _mm512_set1_epi64(0x7ff0000000000000ll);
     __m512d sum0 = _mm512_add_pd(x[0].s, x[0].t), sum1 = _mm512_add_pd(x[1].s, x[1].t);
-    __mmask8 bad0 = float64_refused(&x[0], count, dir), bad1 = float64_refused(&x[1], count, dir);
+    __mmask8 proved0, proved1;
+    __mmask8 bad0 = float64_refused(&x[0], count, dir, &proved0);
+    __mmask8 bad1 = float64_refused(&x[1], count, dir, &proved1);
+    struct float64_lanes tracked_x[2];
+    if (!tracked && (bad0 | bad1)) { /* the minimum after all: (c') decides as it would have */
+        tracked_x[0] = x[0], tracked_x[1] = x[1];
+        tracked_x[0].min = tracked_x[1].min = _mm512_set1_epi64(-1);
+        for (int k = 0; k < count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            float64_track(&tracked_x[0], _mm512_loadu_pd(p));
+            float64_track(&tracked_x[1], _mm512_loadu_pd(p + 8));
+        }
+        x = tracked_x, tracked = 1;
+        bad0 = float64_refused(&x[0], count, dir, &proved0);
+        bad1 = float64_refused(&x[1], count, dir, &proved1);
+    }
+    *proved = (uint32_t)proved0 | ((uint32_t)proved1 << 8);
     uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8), second = 0;
     if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */
         __m512d two_n = _mm512_set1_pd(2.0 * count);
@@ -361,22 +385,33 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     if (bad_mask & ~second)
         engine_distill_float64_avx512(op, dir, contributions, count, j, 16, bad_mask & ~second,
                                       prepared, out, a, general);
-    if (second) { /* a refused element holds a nonzero term */
+    /* Lanes stored by vector: RN(s + t) rounds a nonzero sum to nearest (after the tier,
+     * which may write whole vectors of `out`). */
+    __mmask8 vector0 = 0, vector1 = 0;
+    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST) {
+        vector0 = (__mmask8) ~((bad0 & ~second) | zero0);
+        vector1 = (__mmask8) ~((bad1 & ~(second >> 8)) | zero1);
+        _mm512_mask_storeu_pd(out, vector0, sum0);
+        _mm512_mask_storeu_pd(out + 8, vector1, sum1);
+    }
+    uint32_t done = (uint32_t)vector0 | ((uint32_t)vector1 << 8);
+    if (second & ~done) { /* a refused element holds a nonzero term */
         double s2[16], t2[16];
         _mm512_storeu_pd(s2, y[0].s);
         _mm512_storeu_pd(s2 + 8, y[1].s);
         _mm512_storeu_pd(t2, y[0].t);
         _mm512_storeu_pd(t2 + 8, y[1].t);
-        for (uint32_t rest = second; rest; rest &= rest - 1) {
+        for (uint32_t rest = second & ~done; rest; rest &= rest - 1) {
             int lane = __builtin_ctz(rest);
             out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
                                             s2[lane], t2[lane], 1, a, general);
         }
     }
     for (int lane = 0; lane < 16; lane++)
-        if (!((bad_mask >> lane) & 1)) /* min all ones: every term is zero */
-            out[lane] = engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1,
-                                            s[lane], t[lane], min[lane] != UINT64_MAX, a, general);
+        if (!(((bad_mask | done) >> lane) & 1)) /* min all ones: every term is zero */
+            out[lane] =
+                engine_float64_lane(op, dir, contributions, count, j + (size_t)lane, 1, s[lane],
+                                    t[lane], tracked ? min[lane] != UINT64_MAX : -1, a, general);
     memcpy(result + j, out, sizeof out);
     return bad_mask;
 }

@@ -607,10 +607,14 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
                      int count, size_t j, int lanes, uint32_t refused, double *prepared,           \
                      uint64_t *out, struct engine_accumulator *a, size_t *general)                 \
     {                                                                                              \
-        if (lanes == 16)                                                                           \
+        if (lanes == 16 && (refused & 0xff) && (refused >> 8))                                     \
             distill_body(op, dir, contributions, count, j, 2, refused, prepared, out, a, general); \
+        else if (lanes == 8 || (refused & 0xff)) /* one vector's lanes: one group */               \
+            distill_body(op, dir, contributions, count, j, 1, refused & 0xff, prepared, out, a,    \
+                         general);                                                                 \
         else                                                                                       \
-            distill_body(op, dir, contributions, count, j, 1, refused, prepared, out, a, general); \
+            distill_body(op, dir, contributions, count, j + 8, 1, refused >> 8,                    \
+                         prepared ? prepared + 8 : NULL, out + 8, a, general);                     \
     }
 
 DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)

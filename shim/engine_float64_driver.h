@@ -9,12 +9,15 @@
  * The TwoSum cascade, judged by engine_inner.h (c') and (d), a non-finite s + t for
  * infinities, NaNs and overflow; refused lanes go to the distillation tier (engine_distill.c).
  * Up to FLOAT64_DIRECT contributions, two states (2 FLOAT64_LANES elements, interleaved for
- * latency) run through every contribution; after a block with refused lanes the next ones
- * keep each error for the tier and run its second pass alongside (two blocks of hysteresis).
+ * latency) run through every contribution; after a block with refused lanes that follows
+ * another within FLOAT64_QUIET blocks, the next ones keep each error for the tier and run its
+ * second pass alongside (two blocks of hysteresis).
  * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
  * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
  * memory streams at a time. Each element adds its terms in the same order either way.
  */
+
+#define FLOAT64_QUIET 4
 
 FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                                        const void *const *contributions, int count,
@@ -25,40 +28,64 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
     size_t j = 0;
     if (count <= FLOAT64_DIRECT) {
         double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
-        int storing = 0; /* blocks left to store the errors of */
+        int storing = 0;           /* blocks left to store the errors of */
+        int quiet = FLOAT64_QUIET; /* blocks since the last one with refused lanes (capped) */
+        int untracked = 0;         /* the last block needed no (c'): this one skips its minimum */
         for (; j + PAIR <= element_count; j += PAIR) {
             FLOAT64_STATE x0, x1; /* not an array: they stay in registers */
-            float64_start(&x0);
-            float64_start(&x1);
-            float64_add(&x0, (const double *)contributions[0] + j, NULL);
-            float64_add(&x1, (const double *)contributions[0] + j + W, NULL);
+            const int track = storing || !untracked;
+            float64_start(&x0, track);
+            float64_start(&x1, track);
             struct float64_second y0, y1;
             float64_second_start(&y0);
             float64_second_start(&y1);
+            if (track) {
+                float64_add(&x0, (const double *)contributions[0] + j, NULL, 1);
+                float64_add(&x1, (const double *)contributions[0] + j + W, NULL, 1);
+            } else {
+                float64_add(&x0, (const double *)contributions[0] + j, NULL, 0);
+                float64_add(&x1, (const double *)contributions[0] + j + W, NULL, 0);
+            }
             if (storing) {
                 for (int k = 1; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
                     double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_second_add(&y0, float64_add(&x0, p, slot));
-                    float64_second_add(&y1, float64_add(&x1, p + W, slot + W));
+                    float64_second_add(&y0, float64_add(&x0, p, slot, 1));
+                    float64_second_add(&y1, float64_add(&x1, p + W, slot + W, 1));
                 }
                 float64_second_add(&y0, x0.s); /* the first pass's s comes last */
                 float64_second_add(&y1, x1.s);
                 double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
                 memcpy(top, &x0.s, sizeof x0.s);
                 memcpy(top + W, &x1.s, sizeof x1.s);
+            } else if (track) {
+                for (int k = 1; k < count; k++) {
+                    const double *p = (const double *)contributions[k] + j;
+                    float64_add(&x0, p, NULL, 1);
+                    float64_add(&x1, p + W, NULL, 1);
+                }
             } else {
                 for (int k = 1; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
-                    float64_add(&x0, p, NULL);
-                    float64_add(&x1, p + W, NULL);
+                    float64_add(&x0, p, NULL, 0);
+                    float64_add(&x1, p + W, NULL, 0);
                 }
             }
             const FLOAT64_STATE x[2] = {x0, x1};
             const struct float64_second y[2] = {y0, y1};
+            uint32_t proved; /* lanes (c') proved */
             uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL, y);
-            storing = refused ? 2 : storing - (storing > 0);
+                                              general, storing ? errors : NULL, y, track, &proved);
+            /* Refusals close together (cancelling data): keep the errors of the next two
+             * blocks. A lone one (a rare element of a wide spread) does not pay for it. */
+            if (refused)
+                storing = quiet < FLOAT64_QUIET ? 2 : 0, quiet = 0;
+            else
+                storing -= storing > 0, quiet += quiet < FLOAT64_QUIET;
+            /* Wide spreads: (c') proves few lanes and (d) decides them all; the minimum (c')
+             * needs costs three of the cascade's thirteen operations a term. Skipped until a
+             * block has refused lanes ((c') might have decided them: they took the tier). */
+            untracked = refused ? 0 : track ? __builtin_popcount(proved) <= PAIR / 4 : untracked;
         }
         return j;
     }
@@ -68,19 +95,22 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
         length &= ~(size_t)(PAIR - 1);
         int vectors = (int)(length / W);
         for (int v = 0; v < vectors; v++)
-            float64_start(&x[v]);
+            float64_start(&x[v], 1);
         for (int k = 0; k < count; k += FLOAT64_GROUP) {
             int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
             for (int v = 0; v < vectors; v++) {
                 FLOAT64_STATE y = x[v];
                 for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + W * (size_t)v, NULL);
+                    float64_add(&y, (const double *)contributions[k + g] + j + W * (size_t)v, NULL,
+                                1);
                 x[v] = y;
             }
         }
-        for (int v = 0; v < vectors; v += 2)
+        for (int v = 0; v < vectors; v += 2) {
+            uint32_t proved;
             float64_finish(op, dir, contributions, count, j + W * (size_t)v, &x[v], result, a,
-                           general, NULL, NULL);
+                           general, NULL, NULL, 1, &proved);
+        }
         j += length;
     }
     return j;

@@ -193,22 +193,28 @@ Test(engine, errors_test_proves_t_exact_only_when_it_is)
 /* How many of the elements engine_exact_fast and engine_exact_distilled (the per-element tiers
  * the GPU kernels run) both refuse: every host kernel level must send exactly these to the
  * general path. *distilled: how many the distillation tier decided. */
-static int general_by_element(reprod_type type, reprod_op op, void **buffers, int n, size_t count,
-                              int *distilled)
+static int general_by_element_in(reprod_type type, reprod_op op, reprod_rounding dir,
+                                 void **buffers, int n, size_t count, int *distilled)
 {
     int refused = 0, tier2 = 0;
     for (size_t i = 0; i < count; i++) {
         uint64_t bits;
         const void *const *c = (const void *const *)buffers;
-        if (engine_exact_fast(type, op, REPROD_ROUND_NEAREST, c, n, i, &bits)) continue;
-        if (engine_exact_distilled(type, op, REPROD_ROUND_NEAREST, c, n, i, &bits) ||
-            engine_exact_wide32(type, op, REPROD_ROUND_NEAREST, c, n, i, &bits))
+        if (engine_exact_fast(type, op, dir, c, n, i, &bits)) continue;
+        if (engine_exact_distilled(type, op, dir, c, n, i, &bits) ||
+            engine_exact_wide32(type, op, dir, c, n, i, &bits))
             tier2++;
         else
             refused++;
     }
     if (distilled) *distilled = tier2;
     return refused;
+}
+
+static int general_by_element(reprod_type type, reprod_op op, void **buffers, int n, size_t count,
+                              int *distilled)
+{
+    return general_by_element_in(type, op, REPROD_ROUND_NEAREST, buffers, n, count, distilled);
 }
 
 /* Every kernel level draws the fast path's border where engine_fast_window says: in a block of
@@ -522,6 +528,89 @@ Test(engine, distillation_decides_cancelling_sums_and_hands_on_the_deepest)
     cr_expect_gt(distilled_total, 1000, "the distillation tier decided %d elements",
                  distilled_total);
     cr_expect_gt(general_total, 100, "the general path took %d elements", general_total);
+}
+
+/* Elements that only (c') proves, among elements of any spread: x and half an ulp of x (the
+ * sum lies on a midpoint: (d) cannot tell its side, (c') sees that t is exact), zeros beside;
+ * or terms of all-ones fractions with one at the edge of the window (the sum beside a rounding
+ * boundary: (d) refuses, in the directed roundings often the distillation too). Elsewhere
+ * spreads of +-200 binades, where (c') proves little: the kernels leave its minimum out. */
+static void gen_wide_with_ties(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    if (rng_range(r, 0, 39) != 0 || n < 2) { /* +-200 binades: (d) decides, (c') rarely */
+        int centre = tf_max_field(f) / 2;
+        for (int k = 0; k < n; k++)
+            terms[k] = tf_make(f, (int)(rng_next(r) & 1), centre + rng_range(r, -200, 200),
+                               random_frac(f, r));
+        return;
+    }
+    int field = rng_range(r, 60, tf_max_field(f) - 60), negative = (int)(rng_next(r) & 1);
+    if (rng_next(r) & 1) { /* n - 1 terms of all-ones fractions and one odd term at the
+                            * window's edge: t exact, the sum next to a rounding boundary */
+        int bottom = field - engine_fast_window(f->p, n) + rng_range(r, -1, 0);
+        for (int k = 0; k < n - 1; k++)
+            terms[k] = tf_make(f, negative, field, tf_frac_mask(f) - (rng_next(r) & 0xf));
+        terms[n - 1] = tf_make(f, negative, bottom, random_frac(f, r) | 1);
+    } else {
+        terms[0] = tf_make(f, negative, field, random_frac(f, r) | 1);
+        terms[1] = tf_make(f, negative ^ (int)(rng_next(r) & 1), field - 53, 0);
+        for (int k = 2; k < n; k++)
+            terms[k] = tf_make(f, (int)(rng_next(r) & 1), 0, 0);
+    }
+    rng_shuffle(r, terms, n);
+}
+
+/* The binary64 kernels leave the minimum of (c') out after blocks where it proved little
+ * (wide spreads); a block with refused lanes then finds it after all. Exact ties among wide
+ * elements: every level sends exactly the elements the per-element tiers refuse to the
+ * general path (none of the ties), and every result is MPFR's. */
+Test(engine, kernels_without_the_minimum_still_prove_ties)
+{
+    static const int ns[] = {2, 3, 8, 16};
+    enum { COUNT = 1500 };
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        int n = ns[s];
+        struct rng r = {9100 + (uint64_t)n};
+        struct tcase c =
+            case_generated("wide-ties", REPROD_FLOAT64, n, COUNT, gen_wide_with_ties, &r);
+        void **buffers = case_buffers(&c, NULL);
+        int ties = 0;
+        for (size_t i = 0; i < COUNT; i++) { /* elements (c') proves and (d) does not */
+            const void *const *b = (const void *const *)buffers;
+            double s_sum = -0.0, t = 0.0, error_sum = 0.0;
+            uint64_t low = 0x7fffffffffffffffull;
+            for (int k = 0; k < n; k++) {
+                double x = ((const double *)b[k])[i], e;
+                uint64_t less_one = (engine_double_bits(x) - 1) & 0x7fffffffffffffffull;
+                low = less_one < low ? less_one : low;
+                engine_two_sum(s_sum, x, &s_sum, &e);
+                t += e;
+                error_sum += fabs(e);
+            }
+            ties += engine_fast_errors_exact(error_sum, low) &&
+                    !engine_fast_certified(s_sum, t, error_sum, n, REPROD_ROUND_NEAREST);
+        }
+        cr_assert_gt(ties, 5, "N=%d: %d elements only (c') proves", n, ties);
+        void *out = malloc(COUNT * 8);
+        for (int dir = REPROD_ROUND_NEAREST; dir <= REPROD_ROUND_DOWN; dir++) {
+            int expected = general_by_element_in(REPROD_FLOAT64, REPROD_SUM, (reprod_rounding)dir,
+                                                 buffers, n, COUNT, NULL);
+            for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
+                if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+                struct reprod_engine_stats stats = {0};
+                reprod_engine_exact(REPROD_FLOAT64, REPROD_SUM, (reprod_rounding)dir,
+                                    (const void *const *)buffers, n, COUNT, out, NULL, &stats);
+                engine_limit_kernels(ENGINE_KERNELS_AUTO);
+                cr_expect_eq(stats.general_elements, (size_t)expected,
+                             "N=%d rounding %d level %d: %zu general elements, expected %d", n, dir,
+                             level, stats.general_elements, expected);
+            }
+        }
+        free(out);
+        buffers_free(buffers, n);
+        check_exact(&c, &r);
+        free(c.terms);
+    }
 }
 
 /* Binary32 beyond its window (engine_inner.h (g)): gradients of 1e-2 and 1e-12 in one
