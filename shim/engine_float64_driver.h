@@ -11,7 +11,10 @@
  * Up to FLOAT64_DIRECT contributions, two states (2 FLOAT64_LANES elements, interleaved for
  * latency) run through every contribution; after a block with refused lanes that follows
  * another within FLOAT64_QUIET blocks, the next ones keep each error for the tier and run its
- * second pass alongside (two blocks of hysteresis).
+ * second pass alongside (two blocks of hysteresis). After a block where (c') proved at most a
+ * quarter of the lanes and nothing was refused, the blocks leave out (c')'s minimum
+ * (float64_start and float64_add with track 0) until one has refused lanes; float64_finish
+ * then reloads that block's terms for it, so (c') judges every element as it would have.
  * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
  * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
  * memory streams at a time. Each element adds its terms in the same order either way.
@@ -28,64 +31,78 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
     size_t j = 0;
     if (count <= FLOAT64_DIRECT) {
         double errors[FLOAT64_DIRECT * ENGINE_DISTILL_PREPARED_LANES] __attribute__((aligned(64)));
-        int storing = 0;           /* blocks left to store the errors of */
-        int quiet = FLOAT64_QUIET; /* blocks since the last one with refused lanes (capped) */
-        int untracked = 0;         /* the last block needed no (c'): this one skips its minimum */
-        for (; j + PAIR <= element_count; j += PAIR) {
-            FLOAT64_STATE x0, x1; /* not an array: they stay in registers */
-            const int track = storing || !untracked;
-            float64_start(&x0, track);
-            float64_start(&x1, track);
-            struct float64_second y0, y1;
-            float64_second_start(&y0);
-            float64_second_start(&y1);
-            if (track) {
+        int storing = 0;         /* blocks left to store the errors of */
+        size_t last_refusal = 0; /* where the last block with refused lanes began, + 1 */
+        while (j + PAIR <= element_count) {
+            /* Blocks that track (c')'s minimum, the old loop unchanged for data it proves. */
+            for (; j + PAIR <= element_count; j += PAIR) {
+                FLOAT64_STATE x0, x1; /* not an array: they stay in registers */
+                float64_start(&x0, 1);
+                float64_start(&x1, 1);
                 float64_add(&x0, (const double *)contributions[0] + j, NULL, 1);
                 float64_add(&x1, (const double *)contributions[0] + j + W, NULL, 1);
-            } else {
-                float64_add(&x0, (const double *)contributions[0] + j, NULL, 0);
-                float64_add(&x1, (const double *)contributions[0] + j + W, NULL, 0);
+                struct float64_second y0, y1;
+                float64_second_start(&y0);
+                float64_second_start(&y1);
+                if (storing) {
+                    for (int k = 1; k < count; k++) {
+                        const double *p = (const double *)contributions[k] + j;
+                        double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                        float64_second_add(&y0, float64_add(&x0, p, slot, 1));
+                        float64_second_add(&y1, float64_add(&x1, p + W, slot + W, 1));
+                    }
+                    float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+                    float64_second_add(&y1, x1.s);
+                    double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+                    memcpy(top, &x0.s, sizeof x0.s);
+                    memcpy(top + W, &x1.s, sizeof x1.s);
+                } else {
+                    for (int k = 1; k < count; k++) {
+                        const double *p = (const double *)contributions[k] + j;
+                        float64_add(&x0, p, NULL, 1);
+                        float64_add(&x1, p + W, NULL, 1);
+                    }
+                }
+                const FLOAT64_STATE x[2] = {x0, x1};
+                const struct float64_second y[2] = {y0, y1};
+                uint32_t proved; /* lanes (c') proved */
+                uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
+                                                  general, storing ? errors : NULL, y, 1, &proved);
+                /* Refusals close together (cancelling data): keep the errors of the next two
+                 * blocks. A lone one (a rare element of a wide spread) does not pay for it. */
+                if (refused) {
+                    storing = last_refusal && j + 1 - last_refusal <= FLOAT64_QUIET * PAIR ? 2 : 0;
+                    last_refusal = j + 1;
+                } else if (storing) {
+                    storing--;
+                } else if (__builtin_popcount(proved) <= PAIR / 4) {
+                    j += PAIR;
+                    break; /* to the blocks without the minimum */
+                }
             }
-            if (storing) {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                    float64_second_add(&y0, float64_add(&x0, p, slot, 1));
-                    float64_second_add(&y1, float64_add(&x1, p + W, slot + W, 1));
-                }
-                float64_second_add(&y0, x0.s); /* the first pass's s comes last */
-                float64_second_add(&y1, x1.s);
-                double *top = errors + (size_t)(count - 1) * ENGINE_DISTILL_PREPARED_LANES;
-                memcpy(top, &x0.s, sizeof x0.s);
-                memcpy(top + W, &x1.s, sizeof x1.s);
-            } else if (track) {
-                for (int k = 1; k < count; k++) {
-                    const double *p = (const double *)contributions[k] + j;
-                    float64_add(&x0, p, NULL, 1);
-                    float64_add(&x1, p + W, NULL, 1);
-                }
-            } else {
-                for (int k = 1; k < count; k++) {
+            /* Wide spreads: (c') proves few lanes and (d) decides them all; the minimum it
+             * needs costs three of the cascade's thirteen operations a term. Left out until a
+             * block has refused lanes ((c') might decide them: that block finds its minimum
+             * after all, in float64_finish). */
+            for (; j + PAIR <= element_count; j += PAIR) {
+                FLOAT64_STATE x0, x1;
+                float64_start(&x0, 0);
+                float64_start(&x1, 0);
+                for (int k = 0; k < count; k++) {
                     const double *p = (const double *)contributions[k] + j;
                     float64_add(&x0, p, NULL, 0);
                     float64_add(&x1, p + W, NULL, 0);
                 }
+                const FLOAT64_STATE x[2] = {x0, x1};
+                uint32_t proved;
+                if (float64_finish(op, dir, contributions, count, j, x, result, a, general, NULL,
+                                   NULL, 0, &proved)) {
+                    storing = last_refusal && j + 1 - last_refusal <= FLOAT64_QUIET * PAIR ? 2 : 0;
+                    last_refusal = j + 1;
+                    j += PAIR;
+                    break; /* back to tracking */
+                }
             }
-            const FLOAT64_STATE x[2] = {x0, x1};
-            const struct float64_second y[2] = {y0, y1};
-            uint32_t proved; /* lanes (c') proved */
-            uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
-                                              general, storing ? errors : NULL, y, track, &proved);
-            /* Refusals close together (cancelling data): keep the errors of the next two
-             * blocks. A lone one (a rare element of a wide spread) does not pay for it. */
-            if (refused)
-                storing = quiet < FLOAT64_QUIET ? 2 : 0, quiet = 0;
-            else
-                storing -= storing > 0, quiet += quiet < FLOAT64_QUIET;
-            /* Wide spreads: (c') proves few lanes and (d) decides them all; the minimum (c')
-             * needs costs three of the cascade's thirteen operations a term. Skipped until a
-             * block has refused lanes ((c') might have decided them: they took the tier). */
-            untracked = refused ? 0 : track ? __builtin_popcount(proved) <= PAIR / 4 : untracked;
         }
         return j;
     }

@@ -622,10 +622,13 @@ ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, repro
  *     x) - sigma and r = x - q, both exact, q a multiple of 2^(e + L - 53) with |q| <= 2^e and
  *     |r| <= 2^(e + L - 53). The N q's sum exactly (multiples of 2^(e + L - 53), at most
  *     2^(e + L) = 2^53 of those steps), and so do the N r's: multiples of the smallest term's
- *     float ulp 2^(f - 150) (f: the smallest nonzero field, at least 1), at most 2^(e + 2L -
- *     53) <= 2^(f - 97) when F - f <= 82 - 2L. TwoSum of the two sums is then the exact sum
- *     as S + T. Five operations a term (the cascade: eight and the certificate), no branch
- *     between elements, any N; infinities and NaNs (F = 255) are left to the cascade. */
+ *     float ulp 2^(f - 150) (f: the smallest nonzero field, at least 1; a term whose own ulp
+ *     exceeds 2^(e + L - 53) has r = 0), at most 2^(e + 2L - 53) <= 2^(f - 97) when F - f <=
+ *     82 - 2L (tight: positive terms just below a midpoint of the q grid reach |r| = 2^(e + L
+ *     - 53)). TwoSum of the two sums is then the exact sum as S + T. Like TwoSum, the split
+ *     needs rounding to nearest (the host engine sets it; CUDA's default). Five operations a
+ *     term (the cascade: eight and the certificate), no branch between elements, any N;
+ *     infinities and NaNs (F = 255) are left to the cascade. */
 
 /* The widest span of exponent fields (h) takes for N = count terms. */
 ENGINE_FUNCTION int engine_wide32_split_limit(int count)
