@@ -553,7 +553,8 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         size_t index = j + (size_t)lane;
         uint64_t bits;
         if (((decided >> lane) & 1) &&
-            engine_wide32_finish(op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
+            engine_wide32_finish(REPROD_FLOAT32, op, dir,
+                                 S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
                                  T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], contributions,
                                  count, index, &bits))
             out[lane] = (uint32_t)bits;

@@ -630,6 +630,14 @@ ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, repro
  *     term (the cascade: eight and the certificate), no branch between elements, any N;
  *     infinities and NaNs (F = 255) are left to the cascade. */
 
+/* Term `index` of a binary32 or bfloat16 array as binary32 bits (a bfloat16 is the top half
+ * of a binary32: (g) and (h) serve it as they serve binary32, its sum rounded to bfloat16). */
+ENGINE_FUNCTION uint32_t engine_load_float32_bits(reprod_type type, const void *array, size_t index)
+{
+    uint32_t bits = (uint32_t)engine_load_bits(type, array, index);
+    return type == REPROD_BFLOAT16 ? bits << 16 : bits;
+}
+
 /* The widest span of exponent fields (h) takes for N = count terms. */
 ENGINE_FUNCTION int engine_wide32_split_limit(int count)
 {
@@ -653,14 +661,14 @@ ENGINE_FUNCTION double engine_wide32_sigma(uint32_t high, int count)
     return engine_double_from_bits((uint64_t)(field - 126 + engine_ceil_log2(count) + 1023) << 52);
 }
 
-/* The exact sum of the binary32 terms of element `index` as S + T (see (g) and (h)): 1, or 0
- * when neither (h) applies nor (c') proves it within the passes. */
-ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int count, size_t index,
-                                      double *S_out, double *T_out)
+/* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T (see (g) and
+ * (h)): 1, or 0 when neither (h) applies nor (c') proves it within the passes. */
+ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contributions, int count,
+                                      size_t index, double *S_out, double *T_out)
 {
     uint32_t largest = 0, smallest = 0x7fffffffu; /* magnitude bits; nonzero ones minus one */
     for (int k = 0; k < count; k++) {
-        uint32_t bits = (uint32_t)engine_load_bits(REPROD_FLOAT32, contributions[k], index);
+        uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
         uint32_t magnitude = bits & 0x7fffffffu, less_one = (bits - 1) & 0x7fffffffu;
         largest = magnitude > largest ? magnitude : largest;
         smallest = less_one < smallest ? less_one : smallest;
@@ -668,8 +676,8 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
     if (count >= 1 && engine_wide32_split_fits(largest, smallest, count)) { /* (h) */
         double sigma = engine_wide32_sigma(largest, count), hi = 0.0, lo = 0.0;
         for (int k = 0; k < count; k++) {
-            uint64_t bits = engine_load_bits(REPROD_FLOAT32, contributions[k], index);
-            double x = (double)engine_float_from_bits((uint32_t)bits);
+            uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
+            double x = (double)engine_float_from_bits(bits);
             double q = (sigma + x) - sigma;
             hi += q;
             lo += x - q;
@@ -681,7 +689,7 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
     uint32_t low32 = 0x7fffffffu;
     for (int k = 0; k < count; k++) {
-        uint32_t bits = (uint32_t)engine_load_bits(REPROD_FLOAT32, contributions[k], index);
+        uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
         uint32_t less_one = (bits - 1) & 0x7fffffffu;
         low32 = less_one < low32 ? less_one : low32;
         v[k] = (double)engine_float_from_bits(bits);
@@ -707,22 +715,23 @@ ENGINE_FUNCTION int engine_wide32_sum(const void *const *contributions, int coun
     return 0;
 }
 
-/* The binary32 result of element `index` from its exact sum S + T (see (g)); 0 when an average
- * needs the general path. */
-ENGINE_FUNCTION int engine_wide32_finish(reprod_op op, reprod_rounding dir, double S, double T,
-                                         const void *const *contributions, int count, size_t index,
-                                         uint64_t *bits_out)
+/* The binary32 (or bfloat16: type) result of element `index` from its exact sum S + T (see
+ * (g)); 0 when an average needs the general path. Round to odd serves bfloat16 as binary32:
+ * 53 >= 8 + 2. */
+ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_rounding dir,
+                                         double S, double T, const void *const *contributions,
+                                         int count, size_t index, uint64_t *bits_out)
 {
-    const struct engine_format f = engine_format_of(REPROD_FLOAT32);
+    const struct engine_format f = engine_format_of(type);
     if (S == 0) { /* the sign rules of a zero sum look at the terms */
         int any_nonzero = 0, all_negative_zero = 1;
         for (int k = 0; k < count; k++) {
-            uint64_t bits = engine_load_bits(REPROD_FLOAT32, contributions[k], index);
+            uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
             any_nonzero |= (bits & 0x7fffffffu) != 0;
             all_negative_zero &= bits == 0x80000000u;
         }
-        *bits_out = engine_fast_zero(&f, REPROD_FLOAT32, dir, all_negative_zero ? -0.0 : 0.0,
-                                     any_nonzero, contributions, count, index);
+        *bits_out = engine_fast_zero(&f, type, dir, all_negative_zero ? -0.0 : 0.0, any_nonzero,
+                                     contributions, count, index);
         return 1;
     }
     uint64_t S_bits = engine_double_bits(S);
@@ -738,16 +747,16 @@ ENGINE_FUNCTION int engine_wide32_finish(reprod_op op, reprod_rounding dir, doub
     return 1;
 }
 
-/* Binary32 element `index` beyond the fast path's window, by (g): 1 with its bits, 0 when the
- * general path must decide. */
+/* Binary32 or bfloat16 element `index` beyond the fast path's window, by (h) or (g): 1 with
+ * its bits, 0 when the general path must decide. */
 ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_rounding dir,
                                         const void *const *contributions, int count, size_t index,
                                         uint64_t *bits_out)
 {
     double S, T;
-    if (type != REPROD_FLOAT32) return 0;
-    if (!engine_wide32_sum(contributions, count, index, &S, &T)) return 0;
-    return engine_wide32_finish(op, dir, S, T, contributions, count, index, bits_out);
+    if (type != REPROD_FLOAT32 && type != REPROD_BFLOAT16) return 0;
+    if (!engine_wide32_sum(type, contributions, count, index, &S, &T)) return 0;
+    return engine_wide32_finish(type, op, dir, S, T, contributions, count, index, bits_out);
 }
 
 /* ---- One element, either path ----------------------------------------------------------- */

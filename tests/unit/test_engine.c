@@ -266,8 +266,8 @@ Test(engine, every_kernel_draws_the_fast_window_border_exactly)
 #endif
                 int expected = pair ? 0 : COUNT / 2 + 1;
                 /* beyond the window: binary64's certificate (d) and tiers (e), (f); binary32
-                 * in binary64, (g) */
-                if ((t == REPROD_FLOAT64 || t == REPROD_FLOAT32) && !pair)
+                 * and bfloat16 in binary64, (h) and (g) */
+                if (t != REPROD_FLOAT16 && !pair)
                     expected =
                         general_by_element((reprod_type)t, REPROD_SUM, buffers, n, COUNT, NULL);
                 cr_expect_eq(stats.general_elements, (size_t)expected,
@@ -613,6 +613,18 @@ Test(engine, kernels_without_the_minimum_still_prove_ties)
     }
 }
 
+/* A case's sums to nearest take no element to the general path. */
+static void expect_no_general(const struct tcase *c, void **buffers)
+{
+    void *out = malloc(c->count * 8);
+    struct reprod_engine_stats stats = {0};
+    reprod_engine_exact(c->type, REPROD_SUM, REPROD_ROUND_NEAREST, (const void *const *)buffers,
+                        c->n, c->count, out, NULL, &stats);
+    cr_expect_eq(stats.general_elements, 0, "%s: %zu elements on the general path", c->label,
+                 stats.general_elements);
+    free(out);
+}
+
 /* Binary32 beyond its window (engine_inner.h (g)): gradients of 1e-2 and 1e-12 in one
  * element, cancelling sums and near-ties, in runs long enough that the kernels send whole
  * chunks to the tier, then mixed with in-window elements; every direction, op, kernel level,
@@ -653,13 +665,7 @@ Test(engine, binary32_beyond_the_window_sums_in_binary64)
     struct tcase c =
         case_generated("f32-wide-general", REPROD_FLOAT32, 8, 600, gen_float32_wide, &r);
     void **buffers = case_buffers(&c, NULL);
-    float *out = malloc(c.count * sizeof(float));
-    struct reprod_engine_stats stats = {0};
-    reprod_engine_exact(REPROD_FLOAT32, REPROD_SUM, REPROD_ROUND_NEAREST,
-                        (const void *const *)buffers, 8, c.count, out, NULL, &stats);
-    cr_expect_eq(stats.general_elements, 0, "%zu binary32 elements on the general path",
-                 stats.general_elements);
-    free(out);
+    expect_no_general(&c, buffers);
     buffers_free(buffers, 8);
     free(c.terms);
 }
@@ -734,7 +740,7 @@ Test(engine, binary32_split_sums_are_exact_up_to_their_span_limit)
                     inexact_beyond += mpfr_cmp(check, exact) != 0;
                 }
                 double S, T; /* (g) beyond the limit only brackets the sum: not checked here */
-                if (span > limit || !engine_wide32_sum(c, n, 0, &S, &T)) continue;
+                if (span > limit || !engine_wide32_sum(REPROD_FLOAT32, c, n, 0, &S, &T)) continue;
                 mpfr_set_d(check, S, MPFR_RNDN);
                 mpfr_set_d(term, T, MPFR_RNDN);
                 mpfr_add(check, check, term, MPFR_RNDN);
@@ -754,6 +760,47 @@ Test(engine, binary32_split_sums_are_exact_up_to_their_span_limit)
     /* the same elements through every kernel level, direction and op, against MPFR */
     for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
         run_generated("f32-split-edge", REPROD_FLOAT32, ns[s], 600, gen_float32_split_edge, 41);
+}
+
+/* Bfloat16 beyond its window (42 - L binades): every bfloat16 is a binary32, so (h) and (g)
+ * serve it, rounding once to bfloat16. Spreads of +-45 binades, and +-120 (beyond (h): the
+ * cascade); every direction, op, kernel level, in place, against MPFR; none on the general
+ * path within (h)'s reach. */
+static int bfloat16_spread = 45;
+
+static void gen_bfloat16_wide(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int centre = 127 + rng_range(r, -10, 10);
+    for (int k = 0; k < n; k++)
+        terms[k] =
+            tf_make(f, (int)(rng_next(r) & 1),
+                    centre + rng_range(r, -bfloat16_spread, bfloat16_spread), random_frac(f, r));
+}
+
+Test(engine, bfloat16_beyond_the_window_sums_as_binary32)
+{
+    static const int ns[] = {3, 8, 17, 64};
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        bfloat16_spread = 45;
+        run_generated("bf16-wide", REPROD_BFLOAT16, ns[s], 600, gen_bfloat16_wide, 51);
+        bfloat16_spread = 120;
+        run_generated("bf16-wider", REPROD_BFLOAT16, ns[s], 300, gen_bfloat16_wide, 52);
+    }
+    bfloat16_spread = 45;
+    struct rng r = {53};
+    struct tcase c =
+        case_generated("bf16-wide-general", REPROD_BFLOAT16, 8, 600, gen_bfloat16_wide, &r);
+    void **buffers = case_buffers(&c, NULL);
+    int beyond = 0; /* elements the fast path refuses: the tiers' share */
+    for (size_t i = 0; i < c.count; i++) {
+        uint64_t bits;
+        beyond += !engine_exact_fast(REPROD_BFLOAT16, REPROD_SUM, REPROD_ROUND_NEAREST,
+                                     (const void *const *)buffers, 8, i, &bits);
+    }
+    cr_assert_gt(beyond, 300, "%d of 600 bfloat16 elements beyond the window", beyond);
+    expect_no_general(&c, buffers);
+    buffers_free(buffers, 8);
+    free(c.terms);
 }
 
 Test(engine, exact_many_contributions_across_blocks_of_elements)
