@@ -75,8 +75,8 @@ AVX2_FUNCTION static __m256i round_nearest_small(__m256d d, const struct engine_
 
 /* Exact binary16 or bfloat16 in chunks of SMALL_CHUNK, blocks of 16: pass 1 sums in binary64
  * (exact when the flag stays clear; binary16 sums always are for N <= 8192); a chunk with the
- * flag raised is done element by element (span check, general path), as are infinities and
- * NaNs. Nearest sums round with round_nearest_small, the rest with engine_fast_finish. */
+ * flag raised is done element by element (span check, general path), or for bfloat16 by the
+ * binary32 tiers on vectors (engine_wide32_bfloat16_avx2); infinities and NaNs alike. Nearest sums round with round_nearest_small, the rest with engine_fast_finish. */
 AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                              const void *const *contributions, int count,
                                              size_t element_count, uint16_t *result,
@@ -108,7 +108,16 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
             _mm256_storeu_pd(sums + b + 12, s3);
         }
         if (inexact_raised(sums)) {
-            for (size_t i = j; i < j + length; i++)
+            /* bfloat16: the binary32 tiers on vectors (every bfloat16 is a binary32); the
+             * window's lanes too, which they decide alike */
+            for (size_t b = 0; b < length && type == REPROD_BFLOAT16; b += 16) {
+                uint32_t out[16];
+                engine_wide32_bfloat16_avx2(op, dir, contributions, count, j + b, 16, 0xffff,
+                                            NULL, NULL, out, a, general);
+                for (int lane = 0; lane < 16; lane++)
+                    result[j + b + (size_t)lane] = (uint16_t)out[lane];
+            }
+            for (size_t i = j; i < j + length && type != REPROD_BFLOAT16; i++)
                 result[i] = (uint16_t)engine_exact_element(type, op, dir, contributions, count, i,
                                                            0, a, general);
             j += length;

@@ -63,6 +63,24 @@ DISTILL_AVX2 static inline void distill_floats_avx2(const float *p, distill_vect
     memcpy(x, &low, sizeof low);
     memcpy((char *)x + sizeof low, &high, sizeof high);
 }
+
+/* The same for 8 bfloat16 values (the top halves of binary32 values). */
+DISTILL_AVX512 static inline void distill_bfloat16s_avx512(const uint16_t *p, distill_vector *x)
+{
+    __m256i bits = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)p)), 16);
+    __m512d d = _mm512_cvtps_pd(_mm256_castsi256_ps(bits));
+    memcpy(x, &d, sizeof d);
+}
+
+DISTILL_AVX2 static inline void distill_bfloat16s_avx2(const uint16_t *p, distill_vector *x)
+{
+    __m256i bits = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)p)), 16);
+    __m256 f = _mm256_castsi256_ps(bits);
+    __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+    __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+    memcpy(x, &low, sizeof low);
+    memcpy((char *)x + sizeof low, &high, sizeof high);
+}
 #endif
 
 /* *sum = a + b rounded once, as an FMA a * 1 + b where the level has one: AMD's Zen 4 runs
@@ -112,6 +130,43 @@ ALWAYS_INLINE void distill_floats(const int level, const float *p, distill_vecto
     typedef float float_vector __attribute__((vector_size(32)));
     float_vector f;
     memcpy(&f, p, sizeof f);
+    *x = __builtin_convertvector(f, distill_vector);
+}
+
+/* Binary32 vectors of 8 lanes for the tiers beyond the window. */
+typedef float wide32_floats __attribute__((vector_size(32)));
+typedef float wide32_floats_half __attribute__((vector_size(16)));
+typedef int32_t wide32_int __attribute__((vector_size(32)));
+typedef uint32_t wide32_bits __attribute__((vector_size(32)));
+
+/* Terms k..k+7 from element j of a binary32 (type REPROD_FLOAT32) or bfloat16 contribution:
+ * their binary32 bits, or their values as doubles. */
+ALWAYS_INLINE void wide32_load_bits(const reprod_type type, const void *contribution, size_t j,
+                                    wide32_bits *bits)
+{
+    if (type == REPROD_BFLOAT16) {
+        typedef uint16_t halves __attribute__((vector_size(16)));
+        halves h;
+        memcpy(&h, (const uint16_t *)contribution + j, sizeof h);
+        *bits = __builtin_convertvector(h, wide32_bits) << 16;
+        return;
+    }
+    memcpy(bits, (const float *)contribution + j, sizeof *bits);
+}
+
+ALWAYS_INLINE void wide32_load_terms(const int level, const reprod_type type,
+                                     const void *contribution, size_t j, distill_vector *x)
+{
+    if (type != REPROD_BFLOAT16) return distill_floats(level, (const float *)contribution + j, x);
+#if DISTILL_X86
+    if (level == LEVEL_AVX512)
+        return distill_bfloat16s_avx512((const uint16_t *)contribution + j, x);
+    if (level == LEVEL_AVX2) return distill_bfloat16s_avx2((const uint16_t *)contribution + j, x);
+#endif
+    wide32_bits bits;
+    wide32_floats f;
+    wide32_load_bits(type, contribution, j, &bits);
+    memcpy(&f, &bits, sizeof f);
     *x = __builtin_convertvector(f, distill_vector);
 }
 
@@ -349,17 +404,11 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     }
 }
 
-/* Binary32 vectors of 8 lanes for the tiers beyond the window. */
-typedef float wide32_floats __attribute__((vector_size(32)));
-typedef float wide32_floats_half __attribute__((vector_size(16)));
-typedef int32_t wide32_int __attribute__((vector_size(32)));
-typedef uint32_t wide32_bits __attribute__((vector_size(32)));
-
 /* (h) lane-wise (engine_wide32_sum) for `groups` vectors of 8 lanes from element j, given per
  * lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`:
  * all ones in fits[g] where it applies (and `open` holds), its S + T there. Returns those
  * lanes as bits. */
-ALWAYS_INLINE uint32_t wide32_split(const int level, const int groups,
+ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, const int groups,
                                     const void *const *contributions, int count, size_t j,
                                     const wide32_bits *high, const wide32_bits *low,
                                     const distill_mask *open, distill_mask *fits, distill_vector *S,
@@ -387,7 +436,7 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const int groups,
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             distill_vector x, q, r;
-            distill_floats(level, (const float *)contributions[k] + j + DISTILL_WIDTH * g, &x);
+            wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &x);
             /* 5 additions, 3 of them as FMAs: both kinds of unit busy (Zen 4) */
             distill_add_fma(level, &x, &sigma[g], &q);
             q -= sigma[g];
@@ -429,9 +478,10 @@ ALWAYS_INLINE void wide32_nearest(const distill_vector *S, const distill_vector 
  * (engine_wide32_finish), the hardware conversion when rounding a nonzero sum to nearest.
  * engine_wide32_sum lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or NULL. */
 ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                               int count, size_t j, const int level, const int groups,
-                               uint32_t refused, const uint32_t *largest, const uint32_t *smallest,
-                               uint32_t *out, struct engine_accumulator *a, size_t *general)
+                               int count, size_t j, const int level, const reprod_type type,
+                               const int groups, uint32_t refused, const uint32_t *largest,
+                               const uint32_t *smallest, uint32_t *out,
+                               struct engine_accumulator *a, size_t *general)
 {
     uint32_t undecided = refused;
     distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
@@ -454,7 +504,7 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             wide32_bits bits;
-            memcpy(&bits, (const float *)contributions[k] + j + DISTILL_WIDTH * g, sizeof bits);
+            wide32_load_bits(type, contributions[k], j + DISTILL_WIDTH * g, &bits);
             /* below 2^31 both: differences are exact as int32 */
             wide32_bits magnitude = bits & 0x7fffffff, less_one = (bits - 1) & 0x7fffffff;
             wide32_bits up = magnitude - high[g], down = less_one - smallest32[g];
@@ -464,8 +514,8 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
     if (count >= 1) { /* (h): the split sums, for lanes whose spread allows them */
         distill_mask fits[DISTILL_GROUPS];
         distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
-        uint32_t split = wide32_split(level, groups, contributions, count, j, high, smallest32,
-                                      open, fits, S, T);
+        uint32_t split = wide32_split(level, type, groups, contributions, count, j, high,
+                                      smallest32, open, fits, S, T);
         _Pragma("GCC unroll 2") for (int g = 0; g < groups && split; g++)
         {
             DISTILL_SELECT(S_done[g], S[g], fits[g]);
@@ -482,10 +532,10 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         distill_vector s0 = {0}, t0 = {0}, error_sum0 = {0}, s1 = {0}, t1 = {0}, error_sum1 = {0};
         for (int k = 0; k < count; k++) {
             distill_vector term0, term1;
-            distill_floats(level, (const float *)contributions[k] + j, &term0);
+            wide32_load_terms(level, type, contributions[k], j, &term0);
             term1 = term0;
             if (groups > 1)
-                distill_floats(level, (const float *)contributions[k] + j + DISTILL_WIDTH, &term1);
+                wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH, &term1);
             if (k == 0) {
                 s0 = term0;
                 s1 = term1;
@@ -531,7 +581,7 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         }
     }
     uint32_t decided = refused & ~undecided, plain = 0;
-    if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
+    if (type == REPROD_FLOAT32 && op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
             wide32_floats rounded;
@@ -548,19 +598,44 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             plain |= lanes << (DISTILL_WIDTH * g);
         }
     }
+    if (type == REPROD_BFLOAT16 && op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
+        /* round to odd, then to nearest bfloat16 in the integers: a carry into bit 45 at
+         * or past the half (ties to even), the exponent rebiased, overflow to infinity;
+         * results below bfloat16's normal range are left to engine_wide32_finish */
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            distill_mask S_bits = (distill_mask)S_done[g], T_bits = (distill_mask)T_done[g];
+            distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
+            distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
+            distill_unsigned odd = (distill_unsigned)S_bits + (distill_unsigned)step;
+            distill_unsigned magnitude = odd & MAGNITUDE;
+            distill_unsigned top = (magnitude + ((1ull << 44) - 1) + ((magnitude >> 45) & 1)) >> 45;
+            distill_mask bf = (distill_mask)top - ((1023 - 127) << 7);
+            bf -= (bf - 0x7f80) & ~MASK_NEGATIVE(bf - 0x7f80); /* at most infinity */
+            bf |= (distill_mask)((odd >> 48) & 0x8000);
+            distill_mask normal = ~MASK_NEGATIVE((distill_mask)magnitude - (897ll << 52));
+            uint32_t lanes = distill_bits(&normal) & (decided >> (DISTILL_WIDTH * g));
+            const wide32_int lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+            wide32_int keep = (0 - (((wide32_int){0} + (int32_t)lanes) & lane_bit)) >> 31;
+            wide32_int rounded = __builtin_convertvector(bf, wide32_int), previous;
+            memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
+            previous = (rounded & keep) | (previous & ~keep);
+            memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
+            plain |= lanes << (DISTILL_WIDTH * g);
+        }
+    }
     for (uint32_t rest = refused & ~plain; rest; rest &= rest - 1) {
         int lane = __builtin_ctz(rest);
         size_t index = j + (size_t)lane;
         uint64_t bits;
         if (((decided >> lane) & 1) &&
-            engine_wide32_finish(REPROD_FLOAT32, op, dir,
-                                 S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
+            engine_wide32_finish(type, op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
                                  T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], contributions,
                                  count, index, &bits))
             out[lane] = (uint32_t)bits;
         else
-            out[lane] = (uint32_t)engine_exact_element(REPROD_FLOAT32, op, dir, contributions,
-                                                       count, index, 1, a, general);
+            out[lane] = (uint32_t)engine_exact_element(type, op, dir, contributions, count, index,
+                                                       1, a, general);
     }
 }
 
@@ -582,8 +657,8 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
             distill_mask open[DISTILL_GROUPS], fits[DISTILL_GROUPS];
             distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
             open[0] = open[1] = (distill_mask){0} - 1;
-            uint32_t split =
-                wide32_split(level, 2, contributions, count, j + b, high, low, open, fits, S, T);
+            uint32_t split = wide32_split(level, REPROD_FLOAT32, 2, contributions, count, j + b,
+                                          high, low, open, fits, S, T);
             if (split == 0xffff) {
                 wide32_floats rounded[DISTILL_GROUPS];
                 distill_mask nonzero[DISTILL_GROUPS];
@@ -597,8 +672,8 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
             }
         }
         uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
-        wide32_body(op, dir, contributions, count, j + b, level, 2, 0xffff, largest + b,
-                    smallest + b, out, a, general);
+        wide32_body(op, dir, contributions, count, j + b, level, REPROD_FLOAT32, 2, 0xffff,
+                    largest + b, smallest + b, out, a, general);
         memcpy(result + j + b, out, sizeof out);
     }
 }
@@ -622,28 +697,34 @@ DISTILL_LEVEL(engine_distill_float64_avx512, DISTILL_AVX512)
 DISTILL_LEVEL(engine_distill_float64_avx2, DISTILL_AVX2)
 DISTILL_LEVEL(engine_distill_float64_generic, )
 
-#define WIDE32_LEVEL(name, target, level)                                                          \
+#define WIDE32_LEVEL(name, target, level, type)                                                    \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
                      int count, size_t j, int lanes, uint32_t refused, const uint32_t *largest,    \
                      const uint32_t *smallest, uint32_t *out, struct engine_accumulator *a,        \
                      size_t *general)                                                              \
     {                                                                                              \
         if (lanes == 16)                                                                           \
-            wide32_body(op, dir, contributions, count, j, level, 2, refused, largest, smallest,    \
-                        out, a, general);                                                          \
+            wide32_body(op, dir, contributions, count, j, level, type, 2, refused, largest,        \
+                        smallest, out, a, general);                                                \
         else                                                                                       \
-            wide32_body(op, dir, contributions, count, j, level, 1, refused, largest, smallest,    \
-                        out, a, general);                                                          \
-    }                                                                                              \
-    target void name##_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,  \
-                             int count, size_t j, size_t length, const uint32_t *largest,          \
-                             const uint32_t *smallest, float *result,                              \
-                             struct engine_accumulator *a, size_t *general)                        \
+            wide32_body(op, dir, contributions, count, j, level, type, 1, refused, largest,        \
+                        smallest, out, a, general);                                                \
+    }
+
+#define WIDE32_CHUNK(name, target, level)                                                          \
+    target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
+                     int count, size_t j, size_t length, const uint32_t *largest,                  \
+                     const uint32_t *smallest, float *result, struct engine_accumulator *a,        \
+                     size_t *general)                                                              \
     {                                                                                              \
         wide32_chunk(op, dir, contributions, count, j, length, level, largest, smallest, result,   \
                      a, general);                                                                  \
     }
 
-WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512, LEVEL_AVX512)
-WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2, LEVEL_AVX2)
-WIDE32_LEVEL(engine_wide32_generic, , LEVEL_GENERIC)
+WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
+WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
+WIDE32_LEVEL(engine_wide32_generic, , LEVEL_GENERIC, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_wide32_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512)
+WIDE32_CHUNK(engine_wide32_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2)
+WIDE32_CHUNK(engine_wide32_generic_chunk, , LEVEL_GENERIC)
+WIDE32_LEVEL(engine_wide32_bfloat16_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16)

@@ -49,6 +49,10 @@ typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *con
                               struct engine_accumulator *a, size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
+/* The same for bfloat16 lanes (the binary32 tiers serve them: a bfloat16 is a binary32), for
+ * the AVX2 kernel of the 16-bit types; results are bfloat16 bits. */
+engine_wide32_fn engine_wide32_bfloat16_avx2;
+
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
  * smallest given for each, indexed from j), results written to `result` 16 at a time once
  * their inputs are read: for chunks the kernel expects mostly beyond its window. */

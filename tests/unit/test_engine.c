@@ -777,12 +777,38 @@ static void gen_bfloat16_wide(const struct tfmt *f, struct rng *r, int n, uint64
                     centre + rng_range(r, -bfloat16_spread, bfloat16_spread), random_frac(f, r));
 }
 
+/* Where the tier's vector rounding to bfloat16 can go wrong, among wide elements (which send
+ * whole chunks to the tier): sums past the largest bfloat16, on and beside its midpoints
+ * (half an ulp of x, plus or minus a far smaller term), below its normal range, negative. */
+static void gen_bfloat16_edges(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int kind = rng_range(r, 0, 4), negative = (int)(rng_next(r) & 1);
+    if (kind == 0 || n < 3) {
+        gen_bfloat16_wide(f, r, n, terms);
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        terms[k] = tf_make(f, 0, 0, 0);
+    int field = kind == 1 ? 254 : kind == 4 ? rng_range(r, 1, 3) : rng_range(r, 20, 230);
+    terms[0] = tf_make(f, negative, field, random_frac(f, r) | 1);
+    if (kind == 1) /* past the largest value */
+        terms[1] = tf_make(f, negative, 254 - rng_range(r, 0, 8), random_frac(f, r));
+    else if (kind == 4) /* below the normal range: a difference of small terms */
+        terms[1] = tf_make(f, !negative, rng_range(r, 0, 2), random_frac(f, r));
+    else /* half an ulp of terms[0]: a tie, then something far smaller on either side */
+        terms[1] = tf_make(f, negative, field - 8, 0);
+    if (kind == 3)
+        terms[2] = tf_make(f, (int)(rng_next(r) & 1), field - 8 - rng_range(r, 2, 60), 0);
+    rng_shuffle(r, terms, n);
+}
+
 Test(engine, bfloat16_beyond_the_window_sums_as_binary32)
 {
     static const int ns[] = {3, 8, 17, 64};
     for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
         bfloat16_spread = 45;
         run_generated("bf16-wide", REPROD_BFLOAT16, ns[s], 600, gen_bfloat16_wide, 51);
+        run_generated("bf16-edges", REPROD_BFLOAT16, ns[s], 600, gen_bfloat16_edges, 54);
         bfloat16_spread = 120;
         run_generated("bf16-wider", REPROD_BFLOAT16, ns[s], 300, gen_bfloat16_wide, 52);
     }
