@@ -267,7 +267,7 @@ $(BUILD)/bench/bench_mpi%: bench/bench_mpi%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) -O3 $(CFLAGS) $< -o $@ -lm
 
-$(BUILD)/bench/%: bench/%.c $(CORE)
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(CORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O3 -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
 

@@ -14,6 +14,7 @@
  * binades around gradient-like values; "cancel": the last contribution cancels the others.
  */
 #include "reprod.h"
+#include "bench_util.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -29,27 +30,6 @@
 
 typedef int exact_fn(reprod_type, reprod_op, reprod_rounding, const void *const[], int, size_t,
                      void *);
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static exact_fn *load(const char *path)
 {
@@ -98,9 +78,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < N; k++) {
         in[k] = aligned_alloc(64, (count * 8 + 63) / 64 * 64);
         for (size_t i = 0; i < count; i++) {
-            double u = (double)(next_random(&state) >> 11) * 0x1p-53;
-            double v = ldexp(1.0 + 15.0 * u, -8 - (int)(i % 7));
-            v = (next_random(&state) & 1) ? -v : v;
+            double v = sample_value(&state, i);
             if (cancel && k == N - 1)
                 v = -partial[i];
             else
@@ -123,11 +101,9 @@ int main(int argc, char **argv)
         time_a[r] = (t1 - t0) / CALLS / (double)count;
         time_b[r] = (t2 - t1) / CALLS / (double)count;
     }
-    qsort(time_a, ROUNDS, sizeof(double), compare_doubles);
-    qsort(time_b, ROUNDS, sizeof(double), compare_doubles);
+    double median_a = median(time_a, ROUNDS), median_b = median(time_b, ROUNDS);
     printf("%s %s+-%d count %zu: A %.3f ns an element, B %.3f, B/A %.3f\n", argv[3],
-           cancel ? "cancel" : "spread", spread, count, time_a[ROUNDS / 2], time_b[ROUNDS / 2],
-           time_b[ROUNDS / 2] / time_a[ROUNDS / 2]);
+           cancel ? "cancel" : "spread", spread, count, median_a, median_b, median_b / median_a);
     for (int k = 0; k < N; k++)
         free(in[k]);
     free(out);

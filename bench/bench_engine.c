@@ -10,6 +10,7 @@
  */
 #include "engine.h"
 #include "reprod.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -74,31 +75,6 @@ static const struct bench_case cases[] = {
     {REPROD_FLOAT16, "float16", 8, 1u << 20, SHAPE_GRADIENT, 0, 1, 0},
 };
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* A value like a gradient entry: random sign, magnitude in [2^-8, 2^-4), element-dependent
- * scale so that neighbouring elements differ (exponents within 4 of each other per element). */
-static double sample_value(uint64_t *state, size_t i)
-{
-    double u = (double)(next_random(state) >> 11) * 0x1p-53;
-    double scale = ldexp(1.0, -8 - (int)(i % 7));
-    double v = scale * (1.0 + 15.0 * u);
-    return (next_random(state) & 1) ? -v : v;
-}
-
 /* A binary64 value of the case's shape (contribution k of n; `partial` is the running sum
  * of the earlier contributions' element i, for SHAPE_CANCELLATION). */
 static double shaped_value(const struct bench_case *c, uint64_t *state, size_t i, int k,
@@ -141,18 +117,6 @@ static void fill(const struct bench_case *c, void *buffer, int k, double *partia
         }
         }
     }
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], compare_doubles);
-    return v[n / 2];
 }
 
 /* Nanoseconds per call of one method, timing `reps` calls. */
