@@ -687,13 +687,9 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
     }
     double v[ENGINE_DISTILL_TERMS];
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
-    uint32_t low32 = 0x7fffffffu;
-    for (int k = 0; k < count; k++) {
-        uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
-        uint32_t less_one = (bits - 1) & 0x7fffffffu;
-        low32 = less_one < low32 ? less_one : low32;
-        v[k] = (double)engine_float_from_bits(bits);
-    }
+    for (int k = 0; k < count; k++)
+        v[k] =
+            (double)engine_float_from_bits(engine_load_float32_bits(type, contributions[k], index));
     double s, t, error_sum;
     engine_distill_pass(v, count, &s, &t, &error_sum);
     for (int pass = 0; pass <= ENGINE_DISTILL_PASSES; pass++) {
@@ -702,7 +698,7 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
             engine_distill_pass(v, count, &s, &t, &error_sum);
             low = engine_distill_errors_low(v, count);
         }
-        int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, low32)
+        int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, smallest)
                                 : engine_fast_errors_exact(error_sum, low);
         /* or (d) in its directed form: the exact sum lies strictly between S and its
          * neighbour toward T, which is all the rounding through the odd double needs */
