@@ -254,12 +254,13 @@ AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track
     x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(track ? 0x7ff0000000000000ll : 0)); /* inf */
 }
 
-/* The minimum for (c'): v's magnitude bits minus one into x->min (see float64_quad). */
+/* The minimum for (c'): the magnitude bits minus one of the 4 terms at p into x->min (see
+ * float64_quad). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) void
-float64_track(struct float64_quad *x, __m256d v)
+float64_track(struct float64_quad *x, const double *p)
 {
     const __m256d magnitude_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
-    __m256d m = _mm256_and_pd(v, magnitude_mask);
+    __m256d m = _mm256_and_pd(_mm256_loadu_pd(p), magnitude_mask);
     m = _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_castpd_si256(m), _mm256_set1_epi64x(1)));
     x->min = _mm256_min_pd(m, x->min);
 }
@@ -273,7 +274,7 @@ float64_add(struct float64_quad *x, const double *p, double *error_slot, const i
     __m256d unit = _mm256_set1_pd(1.0);
     __asm__("" : "+x"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m256d v = _mm256_loadu_pd(p);
-    if (track) float64_track(x, v);
+    if (track) float64_track(x, p);
     __m256d n = _mm256_add_pd(x->s, v), w = _mm256_fmsub_pd(n, unit, x->s);
     __m256d e =
         _mm256_add_pd(_mm256_sub_pd(x->s, _mm256_sub_pd(n, w)), _mm256_fmsub_pd(v, unit, w));
@@ -366,20 +367,7 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     int proved0, proved1;
     int bad0 = float64_refused(&x[0], count, dir, &proved0);
     int bad1 = float64_refused(&x[1], count, dir, &proved1);
-    struct float64_quad tracked_x[2];
-    if (!tracked && (bad0 | bad1)) { /* the minimum after all: (c') decides as it would have */
-        tracked_x[0] = x[0], tracked_x[1] = x[1];
-        tracked_x[0].min = tracked_x[1].min =
-            _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000ll));
-        for (int k = 0; k < count; k++) {
-            const double *p = (const double *)contributions[k] + j;
-            float64_track(&tracked_x[0], _mm256_loadu_pd(p));
-            float64_track(&tracked_x[1], _mm256_loadu_pd(p + 4));
-        }
-        x = tracked_x, tracked = 1;
-        bad0 = float64_refused(&x[0], count, dir, &proved0);
-        bad1 = float64_refused(&x[1], count, dir, &proved1);
-    }
+    if (!tracked && (bad0 | bad1)) return FLOAT64_TRACK_FIRST;
     *proved = (uint32_t)(proved0 | (proved1 << 4));
     int bad_mask = bad0 | (bad1 << 4), second = 0;
     if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */

@@ -242,11 +242,12 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int tr
     x->min = _mm512_set1_epi64(track ? -1 : 0);
 }
 
-/* The minimum for (c'): v's doubled magnitude bits minus one (zeros: all ones) into x->min. */
+/* The minimum for (c'): the doubled magnitude bits minus one (zeros: all ones) of the 8 terms
+ * at p into x->min. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) void
-float64_track(struct float64_lanes *x, __m512d v)
+float64_track(struct float64_lanes *x, const double *p)
 {
-    __m512i b = _mm512_castpd_si512(v);
+    __m512i b = _mm512_loadu_si512(p);
     b = _mm512_add_epi64(b, b);
     x->min = _mm512_min_epu64(x->min, _mm512_sub_epi64(b, _mm512_set1_epi64(1)));
 }
@@ -261,7 +262,7 @@ float64_add(struct float64_lanes *x, const double *p, double *error_slot, const 
     __m512d unit = _mm512_set1_pd(1.0);
     __asm__("" : "+v"(unit)); /* opaque: the compiler may not fold x * 1 + y into an add */
     __m512d v = _mm512_loadu_pd(p);
-    if (track) float64_track(x, v);
+    if (track) float64_track(x, p);
     __m512d n = _mm512_add_pd(x->s, v), w = _mm512_fmsub_pd(n, unit, x->s);
     __m512d e =
         _mm512_add_pd(_mm512_sub_pd(x->s, _mm512_sub_pd(n, w)), _mm512_fmsub_pd(v, unit, w));
@@ -321,8 +322,10 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, _
 
 /* Write the results of the 16 elements at j from their finished states x[0], x[1]; prepared:
  * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
- * second pass, which decides lanes (d) accepts there. Returns the lanes the first pass
- * refused. */
+ * second pass, which decides lanes (d) accepts there; tracked: whether x holds (c')'s
+ * minimum; *proved: the lanes (c') proved. Returns the lanes the first pass refused, or
+ * FLOAT64_TRACK_FIRST, having written nothing, when x lacks the minimum and some lane is
+ * refused ((c') might decide it). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,
@@ -335,19 +338,7 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     __mmask8 proved0, proved1;
     __mmask8 bad0 = float64_refused(&x[0], count, dir, &proved0);
     __mmask8 bad1 = float64_refused(&x[1], count, dir, &proved1);
-    struct float64_lanes tracked_x[2];
-    if (!tracked && (bad0 | bad1)) { /* the minimum after all: (c') decides as it would have */
-        tracked_x[0] = x[0], tracked_x[1] = x[1];
-        tracked_x[0].min = tracked_x[1].min = _mm512_set1_epi64(-1);
-        for (int k = 0; k < count; k++) {
-            const double *p = (const double *)contributions[k] + j;
-            float64_track(&tracked_x[0], _mm512_loadu_pd(p));
-            float64_track(&tracked_x[1], _mm512_loadu_pd(p + 8));
-        }
-        x = tracked_x, tracked = 1;
-        bad0 = float64_refused(&x[0], count, dir, &proved0);
-        bad1 = float64_refused(&x[1], count, dir, &proved1);
-    }
+    if (!tracked && (bad0 | bad1)) return FLOAT64_TRACK_FIRST;
     *proved = (uint32_t)proved0 | ((uint32_t)proved1 << 8);
     uint32_t bad_mask = (uint32_t)bad0 | ((uint32_t)bad1 << 8), second = 0;
     if (bad_mask && prepared) { /* the second pass's verdict on the refused lanes */

@@ -3,8 +3,8 @@
  *
  * The includer defines FLOAT64_KERNEL (the function's name), FLOAT64_FUNCTION (its target
  * attribute), FLOAT64_STATE (the first pass's state of FLOAT64_LANES elements) and the
- * primitives float64_start, float64_add, float64_second_start, float64_second_add and
- * float64_finish (engine_avx512.c describes them).
+ * primitives float64_start, float64_add, float64_track, float64_second_start,
+ * float64_second_add and float64_finish (engine_avx512.c describes them).
  *
  * The TwoSum cascade, judged by engine_inner.h (c') and (d), a non-finite s + t for
  * infinities, NaNs and overflow; refused lanes go to the distillation tier (engine_distill.c).
@@ -13,8 +13,9 @@
  * another within FLOAT64_QUIET blocks, the next ones keep each error for the tier and run its
  * second pass alongside (two blocks of hysteresis). After a block where (c') proved at most a
  * quarter of the lanes and nothing was refused, the blocks leave out (c')'s minimum
- * (float64_start and float64_add with track 0) until one has refused lanes; float64_finish
- * then reloads that block's terms for it, so (c') judges every element as it would have.
+ * (float64_start and float64_add with track 0) until one has refused lanes (float64_finish
+ * says so: FLOAT64_TRACK_FIRST); the driver then reloads that block's terms for it
+ * (float64_track) and finishes it again, so (c') judges every element as it would have.
  * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
  * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
  * memory streams at a time. Each element adds its terms in the same order either way.
@@ -83,7 +84,7 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
             /* Wide spreads: (c') proves few lanes and (d) decides them all; the minimum it
              * needs costs three of the cascade's thirteen operations a term. Left out until a
              * block has refused lanes ((c') might decide them: that block finds its minimum
-             * after all, in float64_finish). */
+             * after all, here, and is finished again). */
             for (; j + PAIR <= element_count; j += PAIR) {
                 FLOAT64_STATE x0, x1;
                 float64_start(&x0, 0);
@@ -95,8 +96,22 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                 }
                 const FLOAT64_STATE x[2] = {x0, x1};
                 uint32_t proved;
-                if (float64_finish(op, dir, contributions, count, j, x, result, a, general, NULL,
-                                   NULL, 0, &proved)) {
+                uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
+                                                  general, NULL, NULL, 0, &proved);
+                if (refused == FLOAT64_TRACK_FIRST) { /* (c') decides as it would have */
+                    FLOAT64_STATE fresh;
+                    float64_start(&fresh, 1);
+                    x0.min = x1.min = fresh.min;
+                    for (int k = 0; k < count; k++) {
+                        const double *p = (const double *)contributions[k] + j;
+                        float64_track(&x0, p);
+                        float64_track(&x1, p + W);
+                    }
+                    const FLOAT64_STATE tracked_x[2] = {x0, x1};
+                    refused = float64_finish(op, dir, contributions, count, j, tracked_x, result, a,
+                                             general, NULL, NULL, 1, &proved);
+                }
+                if (refused) {
                     storing = last_refusal && j + 1 - last_refusal <= FLOAT64_QUIET * PAIR ? 2 : 0;
                     last_refusal = j + 1;
                     j += PAIR;

@@ -64,6 +64,11 @@ typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
 engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
     engine_wide32_generic_chunk;
 
+/* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
+ * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
+ * minimum and finishes the block again. */
+#define FLOAT64_TRACK_FIRST UINT32_MAX
+
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;
