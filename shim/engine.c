@@ -461,7 +461,11 @@ static size_t exact_by_kernels(reprod_type type, reprod_op op, reprod_rounding r
     engine_accumulator_clear(&a);
     if (!force_general && small && kernel_level() >= ENGINE_KERNELS_AVX2)
         done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
-                                       element_count, (uint16_t *)result, &a, &general);
+                                       element_count, (uint16_t *)result,
+                                       kernel_level() >= ENGINE_KERNELS_AVX512
+                                           ? engine_wide32_bfloat16_avx512_chunk
+                                           : engine_wide32_bfloat16_avx2_chunk,
+                                       &a, &general);
     else if (!force_general && type == REPROD_FLOAT32)
         done = float32_kernel()(op, rounding, contributions, contribution_count, element_count,
                                 (float *)result, &a, &general);

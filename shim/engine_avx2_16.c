@@ -73,13 +73,57 @@ AVX2_FUNCTION static __m256i round_nearest_small(__m256d d, const struct engine_
     return _mm256_or_si256(out, sign);
 }
 
+/* Bit l set: lane l of the 16 bfloat16 elements at offset j spans more binades than the
+ * binary64 sums' window, or holds an infinity or NaN (the span check of engine_avx2.c on the
+ * 16-bit magnitudes, 16 lanes per vector); each lane's largest magnitude and smallest nonzero
+ * one minus one, as binary32 bits, into largest[l], smallest[l] (engine_wide32_chunk_fn's). */
+AVX2_FUNCTION static uint32_t bfloat16_span_check(const void *const *contributions, int count,
+                                                  size_t j, uint32_t *largest, uint32_t *smallest)
+{
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256i max = _mm256_setzero_si256(), min = _mm256_set1_epi16(-1);
+    for (int k = 0; k < count; k++) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)((const uint16_t *)contributions[k] + j));
+        b = _mm256_add_epi16(b, b); /* the magnitude, doubled: the sign shifted out */
+        max = _mm256_max_epu16(max, b);
+        min = _mm256_min_epu16(min, _mm256_sub_epi16(b, one)); /* zeros: all ones */
+    }
+    /* As binary32 bits: max is 2m, so m << 16 is max << 15; min is 2m - 1 (all ones for
+     * zeros), so (m << 16) - 1 is (min << 15) | 0xffff (0x7fffffff for zeros). */
+    const __m256i low_ones = _mm256_set1_epi32(0xffff);
+    __m256i max0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(max));
+    __m256i max1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(max, 1));
+    __m256i min0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(min));
+    __m256i min1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(min, 1));
+    _mm256_storeu_si256((__m256i *)largest, _mm256_slli_epi32(max0, 15));
+    _mm256_storeu_si256((__m256i *)(largest + 8), _mm256_slli_epi32(max1, 15));
+    _mm256_storeu_si256((__m256i *)smallest,
+                        _mm256_or_si256(_mm256_slli_epi32(min0, 15), low_ones));
+    _mm256_storeu_si256((__m256i *)(smallest + 8),
+                        _mm256_or_si256(_mm256_slli_epi32(min1, 15), low_ones));
+    __m256i e_max = _mm256_srli_epi16(max, 8);
+    __m256i e_min = _mm256_max_epi16(_mm256_srli_epi16(_mm256_add_epi16(min, one), 8), one);
+    __m256i bad =
+        _mm256_or_si256(_mm256_cmpgt_epi16(e_max, _mm256_set1_epi16(254)),
+                        _mm256_cmpgt_epi16(_mm256_sub_epi16(e_max, e_min),
+                                           _mm256_set1_epi16((short)engine_fast_window(8, count))));
+    /* one byte a lane, in order within each 128-bit half */
+    uint32_t bytes = (uint32_t)_mm256_movemask_epi8(_mm256_packs_epi16(bad, bad));
+    return (bytes & 0xff) | ((bytes >> 8) & 0xff00);
+}
+
 /* Exact binary16 or bfloat16 in chunks of SMALL_CHUNK, blocks of 16: pass 1 sums in binary64
- * (exact when the flag stays clear; binary16 sums always are for N <= 8192); a chunk with the
- * flag raised is done element by element (span check, general path), or for bfloat16 by the
- * binary32 tiers on vectors (engine_wide32_bfloat16_avx2); infinities and NaNs alike. Nearest sums round with round_nearest_small, the rest with engine_fast_finish. */
+ * (exact when the flag stays clear; binary16 sums always are for N <= 8192). A binary16 chunk
+ * with the flag raised is done element by element; a bfloat16 one runs the span check, and
+ * its blocks with lanes beyond the window go to the binary32 tiers on vectors (wide_chunk: a
+ * bfloat16 is a binary32), which decide the block's other lanes alike. While most blocks are
+ * beyond the window, the next chunk goes to the tiers whole, without the binary64 sums.
+ * Infinities and NaNs: the element path. Nearest sums round with round_nearest_small, the
+ * rest with engine_fast_finish. */
 AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                              const void *const *contributions, int count,
                                              size_t element_count, uint16_t *result,
+                                             engine_wide32_chunk_fn *wide_chunk,
                                              struct engine_accumulator *a, size_t *general)
 {
     const struct engine_format f = engine_format_of(type);
@@ -87,10 +131,23 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
     const __m256i magnitude = _mm256_set1_epi64x(0x7fffffffffffffffll);
     const __m256i infinity = _mm256_set1_epi64x(0x7ff0000000000000ll);
     double sums[SMALL_CHUNK];
+    uint32_t largest[SMALL_CHUNK], smallest[SMALL_CHUNK]; /* the span check's, bfloat16 */
     size_t j = 0;
+    int wide = 0; /* bfloat16: the last chunk was mostly beyond the window */
     while (j + 16 <= element_count) {
         size_t length = element_count - j < SMALL_CHUNK ? element_count - j : SMALL_CHUNK;
         length &= ~(size_t)15;
+        if (wide) {              /* the tiers decide in-window lanes too: skip the binary64 sums */
+            int wide_groups = 0; /* the span check says whether the next chunk stays here */
+            for (size_t b = 0; b < length; b += 16)
+                wide_groups += bfloat16_span_check(contributions, count, j + b, largest + b,
+                                                   smallest + b) != 0;
+            wide = 2 * (size_t)wide_groups > length / 16;
+            wide_chunk(op, dir, contributions, count, j, length, largest, smallest, result, a,
+                       general);
+            j += length;
+            continue;
+        }
         inexact_clear();
         for (size_t b = 0; b < length; b += 16) {
             __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
@@ -107,23 +164,22 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
             _mm256_storeu_pd(sums + b + 8, s2);
             _mm256_storeu_pd(sums + b + 12, s3);
         }
-        if (inexact_raised(sums)) {
-            /* bfloat16: the binary32 tiers on vectors (every bfloat16 is a binary32); the
-             * window's lanes too, which they decide alike */
-            for (size_t b = 0; b < length && type == REPROD_BFLOAT16; b += 16) {
-                uint32_t out[16];
-                engine_wide32_bfloat16_avx2(op, dir, contributions, count, j + b, 16, 0xffff,
-                                            NULL, NULL, out, a, general);
-                for (int lane = 0; lane < 16; lane++)
-                    result[j + b + (size_t)lane] = (uint16_t)out[lane];
-            }
-            for (size_t i = j; i < j + length && type != REPROD_BFLOAT16; i++)
+        int inexact = inexact_raised(sums);
+        if (inexact && type != REPROD_BFLOAT16) {
+            for (size_t i = j; i < j + length; i++)
                 result[i] = (uint16_t)engine_exact_element(type, op, dir, contributions, count, i,
                                                            0, a, general);
             j += length;
             continue;
         }
+        int wide_groups = 0;
         for (size_t b = 0; b < length; b += 16) {
+            if (inexact && bfloat16_span_check(contributions, count, j + b, largest, smallest)) {
+                wide_groups++;
+                wide_chunk(op, dir, contributions, count, j + b, 16, largest, smallest, result, a,
+                           general);
+                continue;
+            }
             const double *sum = sums + b;
             uint64_t rounded[16];
             int bad_mask = 0;
@@ -160,6 +216,7 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
             }
             memcpy(result + j + b, out, sizeof out);
         }
+        wide = 2 * (size_t)wide_groups > length / 16;
         j += length;
     }
     return j;
@@ -241,10 +298,11 @@ AVX2_FUNCTION size_t engine_ordered_small_avx2(reprod_type type, int average,
 
 size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                const void *const *contributions, int count, size_t element_count,
-                               uint16_t *result, struct engine_accumulator *a, size_t *general)
+                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               struct engine_accumulator *a, size_t *general)
 {
     (void)type, (void)op, (void)dir, (void)contributions, (void)count, (void)element_count;
-    (void)result, (void)a, (void)general;
+    (void)result, (void)wide_chunk, (void)a, (void)general;
     return 0;
 }
 

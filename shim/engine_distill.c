@@ -267,6 +267,32 @@ ALWAYS_INLINE uint32_t distill_bits(const distill_mask *mask)
     return (uint32_t)m[0];
 }
 
+/* The same in one or two instructions, for the bodies that know their level. */
+#if DISTILL_X86
+DISTILL_AVX512 static inline uint32_t distill_bits_avx512(const distill_mask *mask)
+{
+    __m512i m;
+    memcpy(&m, mask, sizeof m);
+    return (uint32_t)_mm512_movepi64_mask(m);
+}
+
+DISTILL_AVX2 static inline uint32_t distill_bits_avx2(const distill_mask *mask)
+{
+    __m256d m[2];
+    memcpy(m, mask, sizeof m);
+    return (uint32_t)(_mm256_movemask_pd(m[0]) | (_mm256_movemask_pd(m[1]) << 4));
+}
+#endif
+
+ALWAYS_INLINE uint32_t distill_bits_at(const int level, const distill_mask *mask)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_bits_avx512(mask);
+    if (level == LEVEL_AVX2) return distill_bits_avx2(mask);
+#endif
+    return distill_bits(mask);
+}
+
 /* Bits of `bits` (bit l for lane l) as a mask, into *mask. */
 ALWAYS_INLINE void distill_lanes(uint32_t bits, distill_mask *mask)
 {
@@ -428,7 +454,7 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, con
         distill_mask exponent =
             __builtin_convertvector(field_max, distill_mask) + (log2_n - 126 + 1023);
         sigma[g] = (distill_vector)(exponent << 52);
-        split |= distill_bits(&fits[g]) << (DISTILL_WIDTH * g);
+        split |= distill_bits_at(level, &fits[g]) << (DISTILL_WIDTH * g);
     }
     if (!split) return 0;
     distill_vector hi[DISTILL_GROUPS] = {{0}}, lo[DISTILL_GROUPS] = {{0}};
@@ -469,6 +495,27 @@ ALWAYS_INLINE void wide32_nearest(const distill_vector *S, const distill_vector 
         __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), wide32_floats_half);
     *rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
     *nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
+}
+
+/* The bfloat16 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
+ * to odd, then to nearest bfloat16 in the integers (53 >= 8 + 2 bits: one rounding of the exact
+ * sum): a carry into bit 45 at or past the half (ties to even), the exponent rebiased, overflow
+ * to infinity. All ones in *normal where the result is in bfloat16's normal range (zero sums
+ * and results below it are left to engine_wide32_finish). */
+ALWAYS_INLINE void wide32_nearest_bfloat16(const distill_vector *S, const distill_vector *T,
+                                           wide32_int *rounded, distill_mask *normal)
+{
+    distill_mask S_bits = (distill_mask)*S, T_bits = (distill_mask)*T;
+    distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
+    distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
+    distill_unsigned odd = (distill_unsigned)S_bits + (distill_unsigned)step;
+    distill_unsigned magnitude = odd & MAGNITUDE;
+    distill_unsigned top = (magnitude + ((1ull << 44) - 1) + ((magnitude >> 45) & 1)) >> 45;
+    distill_mask bf = (distill_mask)top - ((1023 - 127) << 7);
+    bf -= (bf - 0x7f80) & ~MASK_NEGATIVE(bf - 0x7f80); /* at most infinity */
+    bf |= (distill_mask)((odd >> 48) & 0x8000);
+    *normal = ~MASK_NEGATIVE((distill_mask)magnitude - (897ll << 52));
+    *rounded = __builtin_convertvector(bf, wide32_int);
 }
 
 /* Binary32 lanes beyond the fast path's window, `groups` vectors of 8: (h) where the spread
@@ -599,25 +646,14 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         }
     }
     if (type == REPROD_BFLOAT16 && op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && decided) {
-        /* round to odd, then to nearest bfloat16 in the integers: a carry into bit 45 at
-         * or past the half (ties to even), the exponent rebiased, overflow to infinity;
-         * results below bfloat16's normal range are left to engine_wide32_finish */
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
-            distill_mask S_bits = (distill_mask)S_done[g], T_bits = (distill_mask)T_done[g];
-            distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
-            distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
-            distill_unsigned odd = (distill_unsigned)S_bits + (distill_unsigned)step;
-            distill_unsigned magnitude = odd & MAGNITUDE;
-            distill_unsigned top = (magnitude + ((1ull << 44) - 1) + ((magnitude >> 45) & 1)) >> 45;
-            distill_mask bf = (distill_mask)top - ((1023 - 127) << 7);
-            bf -= (bf - 0x7f80) & ~MASK_NEGATIVE(bf - 0x7f80); /* at most infinity */
-            bf |= (distill_mask)((odd >> 48) & 0x8000);
-            distill_mask normal = ~MASK_NEGATIVE((distill_mask)magnitude - (897ll << 52));
+            wide32_int rounded, previous;
+            distill_mask normal;
+            wide32_nearest_bfloat16(&S_done[g], &T_done[g], &rounded, &normal);
             uint32_t lanes = distill_bits(&normal) & (decided >> (DISTILL_WIDTH * g));
             const wide32_int lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
             wide32_int keep = (0 - (((wide32_int){0} + (int32_t)lanes) & lane_bit)) >> 31;
-            wide32_int rounded = __builtin_convertvector(bf, wide32_int), previous;
             memcpy(&previous, out + DISTILL_WIDTH * g, sizeof previous);
             previous = (rounded & keep) | (previous & ~keep);
             memcpy(out + DISTILL_WIDTH * g, &previous, sizeof previous);
@@ -639,15 +675,18 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
     }
 }
 
-/* (h), else (g), for every lane of elements [j, j + length) (a multiple of 16), given each
- * lane's largest and smallest (indexed from j): a chunk the kernel expects mostly beyond its
- * window. Results go to `result` 16 at a time once their inputs are read; a block that (h)
- * decides whole, rounding a nonzero sum to nearest, skips the rest of the tier. */
+/* (h), else (g), for every lane of elements [j, j + length) (a multiple of 16) of binary32 or
+ * bfloat16 (type), given each lane's largest and smallest (indexed from j): a chunk the kernel
+ * expects mostly beyond its window. Results go to `result` (of the type) 16 at a time once
+ * their inputs are read; a block that (h) decides whole, rounding a nonzero sum (bfloat16: a
+ * normal one) to nearest, skips the rest of the tier. */
 ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,
                                 int count, size_t j, size_t length, const int level,
-                                const uint32_t *largest, const uint32_t *smallest, float *result,
+                                const reprod_type type, const uint32_t *largest,
+                                const uint32_t *smallest, void *result,
                                 struct engine_accumulator *a, size_t *general)
 {
+    typedef uint16_t halves __attribute__((vector_size(16)));
     const int nearest_sum = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && count >= 1;
     for (size_t b = 0; b < length; b += 2 * DISTILL_WIDTH) {
         if (nearest_sum) {
@@ -657,24 +696,40 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
             distill_mask open[DISTILL_GROUPS], fits[DISTILL_GROUPS];
             distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
             open[0] = open[1] = (distill_mask){0} - 1;
-            uint32_t split = wide32_split(level, REPROD_FLOAT32, 2, contributions, count, j + b,
-                                          high, low, open, fits, S, T);
-            if (split == 0xffff) {
+            uint32_t split = wide32_split(level, type, 2, contributions, count, j + b, high, low,
+                                          open, fits, S, T);
+            if (split == 0xffff && type == REPROD_BFLOAT16) {
+                wide32_int rounded[DISTILL_GROUPS];
+                distill_mask normal[DISTILL_GROUPS];
+                wide32_nearest_bfloat16(&S[0], &T[0], &rounded[0], &normal[0]);
+                wide32_nearest_bfloat16(&S[1], &T[1], &rounded[1], &normal[1]);
+                normal[0] &= normal[1];
+                if (distill_bits_at(level, &normal[0]) == 0xff) {
+                    halves h[DISTILL_GROUPS] = {__builtin_convertvector(rounded[0], halves),
+                                                __builtin_convertvector(rounded[1], halves)};
+                    memcpy((uint16_t *)result + j + b, h, sizeof h);
+                    continue;
+                }
+            } else if (split == 0xffff) {
                 wide32_floats rounded[DISTILL_GROUPS];
                 distill_mask nonzero[DISTILL_GROUPS];
                 wide32_nearest(&S[0], &T[0], &rounded[0], &nonzero[0]);
                 wide32_nearest(&S[1], &T[1], &rounded[1], &nonzero[1]);
                 nonzero[0] &= nonzero[1];
-                if (distill_bits(&nonzero[0]) == 0xff) {
-                    memcpy(result + j + b, rounded, sizeof rounded);
+                if (distill_bits_at(level, &nonzero[0]) == 0xff) {
+                    memcpy((float *)result + j + b, rounded, sizeof rounded);
                     continue;
                 }
             }
         }
         uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
-        wide32_body(op, dir, contributions, count, j + b, level, REPROD_FLOAT32, 2, 0xffff,
-                    largest + b, smallest + b, out, a, general);
-        memcpy(result + j + b, out, sizeof out);
+        wide32_body(op, dir, contributions, count, j + b, level, type, 2, 0xffff, largest + b,
+                    smallest + b, out, a, general);
+        if (type == REPROD_BFLOAT16)
+            for (int lane = 0; lane < 2 * DISTILL_WIDTH; lane++)
+                ((uint16_t *)result)[j + b + (size_t)lane] = (uint16_t)out[lane];
+        else
+            memcpy((float *)result + j + b, out, sizeof out);
     }
 }
 
@@ -711,20 +766,21 @@ DISTILL_LEVEL(engine_distill_float64_generic, )
                         smallest, out, a, general);                                                \
     }
 
-#define WIDE32_CHUNK(name, target, level)                                                          \
+#define WIDE32_CHUNK(name, target, level, type)                                                    \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
                      int count, size_t j, size_t length, const uint32_t *largest,                  \
-                     const uint32_t *smallest, float *result, struct engine_accumulator *a,        \
+                     const uint32_t *smallest, void *result, struct engine_accumulator *a,         \
                      size_t *general)                                                              \
     {                                                                                              \
-        wide32_chunk(op, dir, contributions, count, j, length, level, largest, smallest, result,   \
-                     a, general);                                                                  \
+        wide32_chunk(op, dir, contributions, count, j, length, level, type, largest, smallest,     \
+                     result, a, general);                                                          \
     }
 
 WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
 WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
 WIDE32_LEVEL(engine_wide32_generic, , LEVEL_GENERIC, REPROD_FLOAT32)
-WIDE32_CHUNK(engine_wide32_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512)
-WIDE32_CHUNK(engine_wide32_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2)
-WIDE32_CHUNK(engine_wide32_generic_chunk, , LEVEL_GENERIC)
-WIDE32_LEVEL(engine_wide32_bfloat16_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16)
+WIDE32_CHUNK(engine_wide32_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_wide32_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_wide32_generic_chunk, , LEVEL_GENERIC, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_wide32_bfloat16_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512, REPROD_BFLOAT16)
+WIDE32_CHUNK(engine_wide32_bfloat16_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16)

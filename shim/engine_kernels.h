@@ -49,20 +49,20 @@ typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *con
                               struct engine_accumulator *a, size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
-/* The same for bfloat16 lanes (the binary32 tiers serve them: a bfloat16 is a binary32), for
- * the AVX2 kernel of the 16-bit types; results are bfloat16 bits. */
-engine_wide32_fn engine_wide32_bfloat16_avx2;
-
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
  * smallest given for each, indexed from j), results written to `result` 16 at a time once
- * their inputs are read: for chunks the kernel expects mostly beyond its window. */
+ * their inputs are read: for chunks the kernel expects mostly beyond its window. Binary32
+ * results, or bfloat16 ones from the _bfloat16_ versions (the binary32 tiers serve bfloat16:
+ * every bfloat16 is a binary32; largest and smallest are then of the terms as binary32), for
+ * the AVX2 kernel of the 16-bit types at either level. */
 typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
                                     const void *const *contributions, int count, size_t j,
                                     size_t length, const uint32_t *largest,
-                                    const uint32_t *smallest, float *result,
+                                    const uint32_t *smallest, void *result,
                                     struct engine_accumulator *a, size_t *general);
 engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
-    engine_wide32_generic_chunk;
+    engine_wide32_generic_chunk, engine_wide32_bfloat16_avx512_chunk,
+    engine_wide32_bfloat16_avx2_chunk;
 
 /* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
  * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
@@ -73,10 +73,13 @@ engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;
 
-/* Exact binary16 or bfloat16 (type) sums or averages, AVX2 + F16C (engine_avx2_16.c). */
+/* Exact binary16 or bfloat16 (type) sums or averages, AVX2 + F16C (engine_avx2_16.c);
+ * bfloat16 beyond its window goes to `wide_chunk` (a _bfloat16_ chunk function of the caller's
+ * level; unused for binary16). */
 size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                const void *const *contributions, int count, size_t element_count,
-                               uint16_t *result, struct engine_accumulator *a, size_t *general);
+                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               struct engine_accumulator *a, size_t *general);
 
 /* The ordered fold of binary16 or bfloat16, AVX2 + F16C; returns how many elements it did
  * (the caller folds the rest). */
@@ -97,7 +100,8 @@ enum engine_kernel_level {
     ENGINE_KERNELS_AUTO = -1,   /* the widest this CPU runs (the default) */
     ENGINE_KERNELS_GENERIC = 0, /* GCC vector code, any CPU */
     ENGINE_KERNELS_AVX2 = 1,    /* engine_avx2.c, engine_avx2_16.c */
-    ENGINE_KERNELS_AVX512 = 2,  /* engine_avx512.c (16-bit types: the AVX2 kernels) */
+    ENGINE_KERNELS_AVX512 = 2,  /* engine_avx512.c (16-bit types: the AVX2 kernels, bfloat16
+                                 * beyond its window: the AVX-512 tier) */
 };
 
 /* Use at most `level` from now on (process-wide; for tests and benchmarks only). Returns 0,

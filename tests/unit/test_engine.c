@@ -802,6 +802,42 @@ static void gen_bfloat16_edges(const struct tfmt *f, struct rng *r, int n, uint6
     rng_shuffle(r, terms, n);
 }
 
+/* Bfloat16 whose chunks of 256 elements switch the AVX2 kernel between its modes: a chunk of
+ * wide elements (the next goes to the tier whole, without the binary64 sums), one within the
+ * window (sent whole to the tier all the same, then back), one of blocks of 16 with a single
+ * wide lane, an infinity or a NaN (each block to the tier alone), one mostly wide with
+ * specials among it. The element's index is counted here: reset region_element per case. */
+static size_t region_element;
+
+static void gen_bfloat16_regions(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    size_t i = region_element++, block = i / 16 % 16, lane = i % 16;
+    switch (i / 256 % 4) {
+    case 0:
+        gen_bfloat16_wide(f, r, n, terms);
+        break;
+    case 1:
+        gen_similar(f, r, n, terms);
+        break;
+    case 2:
+        if (lane != block)
+            gen_similar(f, r, n, terms);
+        else if (block % 3 == 0)
+            gen_specials(f, r, n, terms);
+        else
+            gen_bfloat16_wide(f, r, n, terms);
+        break;
+    default:
+        if (block > 11)
+            gen_similar(f, r, n, terms);
+        else if (lane == block)
+            gen_specials(f, r, n, terms);
+        else
+            gen_bfloat16_wide(f, r, n, terms);
+        break;
+    }
+}
+
 Test(engine, bfloat16_beyond_the_window_sums_as_binary32)
 {
     static const int ns[] = {3, 8, 17, 64};
@@ -811,6 +847,10 @@ Test(engine, bfloat16_beyond_the_window_sums_as_binary32)
         run_generated("bf16-edges", REPROD_BFLOAT16, ns[s], 600, gen_bfloat16_edges, 54);
         bfloat16_spread = 120;
         run_generated("bf16-wider", REPROD_BFLOAT16, ns[s], 300, gen_bfloat16_wide, 52);
+        bfloat16_spread = 45;
+        region_element = 0; /* 8 chunks and a tail */
+        run_generated("bf16-regions", REPROD_BFLOAT16, ns[s], 8 * 256 + 100, gen_bfloat16_regions,
+                      55);
     }
     bfloat16_spread = 45;
     struct rng r = {53};
