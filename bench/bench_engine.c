@@ -66,6 +66,10 @@ static const struct bench_case cases[] = {
     {REPROD_FLOAT32, "float32", 8, 1u << 16, SHAPE_SPREAD, 32, 1, 25},
     {REPROD_FLOAT32, "float32", 8, 1u << 16, SHAPE_CANCELLATION, 16, 1, 25},
     {REPROD_BFLOAT16, "bfloat16", 8, 1u << 16, SHAPE_SPREAD, 32, 1, 25},
+    /* wider than one split level takes (engine_inner.h (h)): two, and four or five */
+    {REPROD_FLOAT32, "float32", 8, 1u << 16, SHAPE_SPREAD, 60, 1, 25},
+    {REPROD_BFLOAT16, "bfloat16", 8, 1u << 16, SHAPE_SPREAD, 60, 1, 25},
+    {REPROD_FLOAT32, "float32", 8, 1u << 16, SHAPE_SPREAD, 120, 1, 25},
     /* the earlier table */
     {REPROD_FLOAT32, "float32", 8, 1u << 20, SHAPE_GRADIENT, 0, 1, 50},
     {REPROD_FLOAT64, "float64", 8, 1u << 14, SHAPE_GRADIENT, 0, 1, 25},

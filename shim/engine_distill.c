@@ -139,6 +139,96 @@ typedef float wide32_floats_half __attribute__((vector_size(16)));
 typedef int32_t wide32_int __attribute__((vector_size(32)));
 typedef uint32_t wide32_bits __attribute__((vector_size(32)));
 
+/* Conversions between 8 lanes of 32 and of 64 bits, which GCC's vector code does through
+ * halves and inserts: one instruction at AVX-512, two or three at AVX2. */
+#if DISTILL_X86
+DISTILL_AVX512 static inline void distill_widen_avx512(const wide32_int *x, distill_mask *wide)
+{
+    __m256i narrow;
+    memcpy(&narrow, x, sizeof narrow);
+    __m512i r = _mm512_cvtepi32_epi64(narrow);
+    memcpy(wide, &r, sizeof r);
+}
+
+DISTILL_AVX2 static inline void distill_widen_avx2(const wide32_int *x, distill_mask *wide)
+{
+    __m256i narrow, r[2];
+    memcpy(&narrow, x, sizeof narrow);
+    r[0] = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(narrow));
+    r[1] = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(narrow, 1));
+    memcpy(wide, r, sizeof r);
+}
+
+DISTILL_AVX512 static inline void distill_narrow_avx512(const distill_mask *x, wide32_int *narrow)
+{
+    __m512i wide;
+    memcpy(&wide, x, sizeof wide);
+    __m256i r = _mm512_cvtepi64_epi32(wide);
+    memcpy(narrow, &r, sizeof r);
+}
+
+DISTILL_AVX2 static inline void distill_narrow_avx2(const distill_mask *x, wide32_int *narrow)
+{
+    __m256i wide[2];
+    memcpy(wide, x, sizeof wide);
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    __m256i low = _mm256_permutevar8x32_epi32(wide[0], even);
+    __m256i high = _mm256_permutevar8x32_epi32(wide[1], even);
+    __m256i r = _mm256_permute2x128_si256(low, high, 0x20);
+    memcpy(narrow, &r, sizeof r);
+}
+
+DISTILL_AVX512 static inline void distill_to_floats_avx512(const distill_vector *x,
+                                                           wide32_floats *f)
+{
+    __m512d d;
+    memcpy(&d, x, sizeof d);
+    __m256 r = _mm512_cvtpd_ps(d);
+    memcpy(f, &r, sizeof r);
+}
+
+DISTILL_AVX2 static inline void distill_to_floats_avx2(const distill_vector *x, wide32_floats *f)
+{
+    __m256d d[2];
+    memcpy(d, x, sizeof d);
+    __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(d[1]), _mm256_cvtpd_ps(d[0]));
+    memcpy(f, &r, sizeof r);
+}
+#endif
+
+/* Lane-wise int32 -> int64 (sign-extended), int64 -> int32 (truncated), double -> float (the
+ * current rounding). */
+ALWAYS_INLINE void distill_widen(const int level, const wide32_int *x, distill_mask *wide)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_widen_avx512(x, wide);
+    if (level == LEVEL_AVX2) return distill_widen_avx2(x, wide);
+#endif
+    *wide = __builtin_convertvector(*x, distill_mask);
+}
+
+ALWAYS_INLINE void distill_narrow(const int level, const distill_mask *x, wide32_int *narrow)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_narrow_avx512(x, narrow);
+    if (level == LEVEL_AVX2) return distill_narrow_avx2(x, narrow);
+#endif
+    *narrow = __builtin_convertvector(*x, wide32_int);
+}
+
+ALWAYS_INLINE void distill_to_floats(const int level, const distill_vector *x, wide32_floats *f)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return distill_to_floats_avx512(x, f);
+    if (level == LEVEL_AVX2) return distill_to_floats_avx2(x, f);
+#endif
+    wide32_floats_half low =
+        __builtin_convertvector(__builtin_shufflevector(*x, *x, 0, 1, 2, 3), wide32_floats_half);
+    wide32_floats_half high =
+        __builtin_convertvector(__builtin_shufflevector(*x, *x, 4, 5, 6, 7), wide32_floats_half);
+    *f = __builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
 /* Terms k..k+7 from element j of a binary32 (type REPROD_FLOAT32) or bfloat16 contribution:
  * their binary32 bits, or their values as doubles. */
 ALWAYS_INLINE void wide32_load_bits(const reprod_type type, const void *contribution, size_t j,
@@ -430,70 +520,212 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     }
 }
 
+/* *a = the larger of *a and b, lane-wise (no overflow: a - b fits). */
+ALWAYS_INLINE void wide32_max(wide32_int *a, wide32_int b)
+{
+    wide32_int d = *a - b;
+    *a -= d & (d >> 31);
+}
+
+/* All ones where the doubles x and y are equal as values (+0 == -0). */
+#define DISTILL_EQUAL(x, y)                                                                        \
+    (~MASK_NEGATIVE(((distill_mask)(x) ^ (distill_mask)(y)) |                                      \
+                    (0 - ((distill_mask)(x) ^ (distill_mask)(y)))) |                               \
+     (MASK_ZERO((distill_mask)(x)&MAGNITUDE) & MASK_ZERO((distill_mask)(y)&MAGNITUDE)))
+
+/* (h)'s chain over `levels` accumulators hi[0..levels-1][g] and lo (engine_wide32_chain,
+ * lane-wise): S, T, and all ones in *fits where the chain tells. */
+ALWAYS_INLINE void wide32_chain(distill_vector (*hi)[DISTILL_GROUPS], int levels, int g,
+                                const distill_vector *lo, distill_vector *S, distill_vector *T,
+                                distill_mask *fits)
+{
+    distill_vector s = *lo, w = {0}, D = {0}, e = {0};
+    _Pragma("GCC unroll 5") for (int i = levels - 1; i >= 0; i--)
+    {
+        distill_vector a = hi[i][g], sum = a + s, v = sum - a;
+        e = (a - (sum - v)) + (s - v);
+        s = sum;
+        if (i > 0 && i == levels - 1) {
+            w = e; /* the first error: w + e exact */
+        } else if (i > 0) {
+            distill_vector w_sum = w + e, w_v = w_sum - w;
+            distill_vector delta = (w - (w_sum - w_v)) + (e - w_v);
+            w = w_sum;
+            D += (distill_vector)((distill_mask)delta & MAGNITUDE);
+        }
+    }
+    distill_vector t = w + e, once = s + t;
+    *fits = DISTILL_EQUAL(once, s);
+    if (levels > 2) { /* D = 0 below three levels */
+        distill_mask D_bits = (distill_mask)D, t_magnitude = (distill_mask)t & MAGNITUDE;
+        distill_mask large = ~MASK_GREATER((distill_mask)(4.0 * D), t_magnitude); /* |t| >= 4D */
+        distill_vector up = s + 4.0 * D, down = s - 4.0 * D;
+        *fits &= MASK_ZERO(D_bits) | (large & DISTILL_EQUAL(up, s) & DISTILL_EQUAL(down, s));
+    }
+    *S = s;
+    *T = t;
+}
+
+/* (h) with `levels` levels (a literal at each use, so that the accumulators stay in
+ * registers) for `groups` vectors of 8 lanes from element j, given each lane's own levels
+ * and first sigma: the accumulators (engine_wide32_split, lane-wise: sigma 0 at the levels
+ * beyond a lane's own), then the chain, which clears fits[g] where it cannot tell. */
+ALWAYS_INLINE void wide32_deep(const int level, const reprod_type type, const int groups,
+                               const void *const *contributions, int count, size_t j,
+                               const int levels, const distill_vector *sigma,
+                               const wide32_int *span, const int32_t *limits, distill_mask *fits,
+                               distill_vector *S, distill_vector *T)
+{
+    const double step =
+        engine_double_from_bits((uint64_t)(engine_ceil_log2(count) - 53 + 1023) << 52);
+    distill_vector sigmas[ENGINE_SPLIT_LEVELS][DISTILL_GROUPS];
+    distill_vector hi[ENGINE_SPLIT_LEVELS][DISTILL_GROUPS], lo[DISTILL_GROUPS];
+    _Pragma("GCC unroll 5") for (int i = 0; i < levels; i++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        distill_vector scaled = i == 0 ? sigma[g] : sigmas[i - 1][g] * step;
+        distill_mask taken = {0};
+        wide32_int beyond = (limits[i > 0 ? i : 1] - span[g]) >> 31; /* level i's limit */
+        distill_widen(level, &beyond, &taken);
+        taken |= (distill_mask){0} - (i == 0);
+        sigmas[i][g] = (distill_vector)((distill_mask)scaled & taken);
+        hi[i][g] = (distill_vector){0};
+    }
+    lo[0] = lo[1] = (distill_vector){0};
+    for (int k = 0; k < count; k++)
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            distill_vector r;
+            wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &r);
+            _Pragma("GCC unroll 5") for (int i = 0; i < levels; i++)
+            {
+                distill_vector q;
+                distill_add_fma(level, &r, &sigmas[i][g], &q);
+                q -= sigmas[i][g];
+                r -= q;
+                distill_add_fma(level, &q, &hi[i][g], &hi[i][g]);
+            }
+            distill_add_fma(level, &r, &lo[g], &lo[g]);
+        }
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        distill_mask told;
+        wide32_chain(hi, levels, g, &lo[g], &S[g], &T[g], &told);
+        fits[g] &= told;
+    }
+}
+
 /* (h) lane-wise (engine_wide32_sum) for `groups` vectors of 8 lanes from element j, given per
  * lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`:
- * all ones in fits[g] where it applies (and `open` holds), its S + T there. Returns those
- * lanes as bits. */
+ * all ones in fits[g] where it applies (and `open` holds) and its chain tells, its S + T
+ * there. Returns those lanes as bits. A block runs the most levels any of its lanes takes,
+ * lanes that take fewer with sigma 0 at the rest. */
 ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, const int groups,
                                     const void *const *contributions, int count, size_t j,
                                     const wide32_bits *high, const wide32_bits *low,
                                     const distill_mask *open, distill_mask *fits, distill_vector *S,
                                     distill_vector *T)
 {
-    const int32_t log2_n = engine_ceil_log2(count), span_limit = engine_wide32_split_limit(count);
+    const int32_t log2_n = engine_ceil_log2(count),
+                  limit = engine_wide32_split_limit(type, count, 1);
     distill_vector sigma[DISTILL_GROUPS];
-    uint32_t split = 0;
+    wide32_int span[DISTILL_GROUPS], finite[DISTILL_GROUPS];
+    uint32_t split = 0, deeper = 0;
     _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
     {
         wide32_int field_max = (wide32_int)(high[g] >> 23);
         wide32_int field_min = (wide32_int)(((low[g] + 1) & 0x7fffffff) >> 23);
         field_min |= ((field_min - 1) >> 31) & 1; /* at least 1 */
-        wide32_int too_wide = (254 - field_max) | (span_limit - (field_max - field_min));
-        fits[g] = __builtin_convertvector(~(too_wide >> 31), distill_mask) & open[g];
+        span[g] = field_max - field_min;
+        finite[g] = ~((254 - field_max) >> 31); /* infinities and NaNs: no level */
+        wide32_int within = ~((limit - span[g]) >> 31) & finite[g];
+        wide32_int outside = ~within & finite[g];
+        distill_mask beyond, exponent;
+        distill_widen(level, &within, &fits[g]);
+        distill_widen(level, &outside, &beyond);
+        fits[g] &= open[g];
+        beyond &= open[g];
         field_max |= ((field_max - 1) >> 31) & 1;
-        distill_mask exponent =
-            __builtin_convertvector(field_max, distill_mask) + (log2_n - 126 + 1023);
+        field_max += log2_n - 126 + 1023;
+        distill_widen(level, &field_max, &exponent);
         sigma[g] = (distill_vector)(exponent << 52);
         split |= distill_bits_at(level, &fits[g]) << (DISTILL_WIDTH * g);
+        deeper |= distill_bits_at(level, &beyond);
     }
-    if (!split) return 0;
-    distill_vector hi[DISTILL_GROUPS] = {{0}}, lo[DISTILL_GROUPS] = {{0}};
-    for (int k = 0; k < count; k++)
+    if (!split && !deeper) return 0;
+    if (!deeper) { /* one level: five operations a term, the chain one TwoSum */
+        distill_vector hi[DISTILL_GROUPS] = {{0}}, lo[DISTILL_GROUPS] = {{0}};
+        for (int k = 0; k < count; k++)
+            _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+            {
+                distill_vector x, q, r;
+                wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &x);
+                /* 5 additions, 3 of them as FMAs: both kinds of unit busy (Zen 4) */
+                distill_add_fma(level, &x, &sigma[g], &q);
+                q -= sigma[g];
+                r = x - q;
+                distill_add_fma(level, &q, &hi[g], &hi[g]);
+                distill_add_fma(level, &r, &lo[g], &lo[g]);
+            }
         _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
         {
-            distill_vector x, q, r;
-            wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &x);
-            /* 5 additions, 3 of them as FMAs: both kinds of unit busy (Zen 4) */
-            distill_add_fma(level, &x, &sigma[g], &q);
-            q -= sigma[g];
-            r = x - q;
-            distill_add_fma(level, &q, &hi[g], &hi[g]);
-            distill_add_fma(level, &r, &lo[g], &lo[g]);
+            distill_vector sum = hi[g] + lo[g], w = sum - hi[g];
+            S[g] = sum;
+            T[g] = (hi[g] - (sum - w)) + (lo[g] - w);
         }
+        return split;
+    }
+    /* several levels: each lane takes the fewest whose limit its span fits (level i + 1 where
+     * the span exceeds level i's limit), the block the most any open lane takes; the loop is
+     * compiled for each count of levels, so that its accumulators stay in registers */
+    int32_t limits[ENGINE_SPLIT_LEVELS + 1];
+    for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
+        limits[k] = engine_wide32_split_limit(type, count, k);
+    wide32_int widest = {0};
     _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
     {
-        distill_vector sum = hi[g] + lo[g], w = sum - hi[g];
-        S[g] = sum;
-        T[g] = (hi[g] - (sum - w)) + (lo[g] - w);
+        wide32_int in_reach = ~((limits[ENGINE_SPLIT_LEVELS] - span[g]) >> 31) & finite[g], open32;
+        distill_narrow(level, &open[g], &open32);
+        in_reach &= open32;
+        distill_widen(level, &in_reach, &fits[g]);
+        wide32_max(&widest, span[g] & in_reach);
     }
+    wide32_max(&widest, __builtin_shufflevector(widest, widest, 4, 5, 6, 7, 0, 1, 2, 3));
+    wide32_max(&widest, __builtin_shufflevector(widest, widest, 2, 3, 0, 1, 6, 7, 4, 5));
+    wide32_max(&widest, __builtin_shufflevector(widest, widest, 1, 0, 3, 2, 5, 4, 7, 6));
+    int levels = 2;
+    while (levels < ENGINE_SPLIT_LEVELS && widest[0] > limits[levels])
+        levels++;
+#define WIDE32_DEEP(n) /* n levels, at most ENGINE_SPLIT_LEVELS */                                 \
+    wide32_deep(level, type, groups, contributions, count, j,                                      \
+                (n) < ENGINE_SPLIT_LEVELS ? (n) : ENGINE_SPLIT_LEVELS, sigma, span, limits, fits,  \
+                S, T)
+    if (levels == 2)
+        WIDE32_DEEP(2);
+    else if (levels == 3)
+        WIDE32_DEEP(3);
+    else if (levels == 4)
+        WIDE32_DEEP(4);
+    else
+        WIDE32_DEEP(5);
+#undef WIDE32_DEEP
+    split = 0;
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) split |=
+        distill_bits_at(level, &fits[g]) << (DISTILL_WIDTH * g);
     return split;
 }
 
 /* The binary32 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
  * to odd, then the hardware's conversion (engine_wide32_finish); all ones in *nonzero where S
  * is not zero (a zero sum's sign needs the terms). */
-ALWAYS_INLINE void wide32_nearest(const distill_vector *S, const distill_vector *T,
+ALWAYS_INLINE void wide32_nearest(const int level, const distill_vector *S, const distill_vector *T,
                                   wide32_floats *rounded, distill_mask *nonzero)
 {
     distill_mask S_bits = (distill_mask)*S, T_bits = (distill_mask)*T;
     distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
     distill_mask step = (MASK_NEGATIVE(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
     distill_vector odd = (distill_vector)((distill_unsigned)S_bits + (distill_unsigned)step);
-    wide32_floats_half low_half =
-        __builtin_convertvector(__builtin_shufflevector(odd, odd, 0, 1, 2, 3), wide32_floats_half);
-    wide32_floats_half high_half =
-        __builtin_convertvector(__builtin_shufflevector(odd, odd, 4, 5, 6, 7), wide32_floats_half);
-    *rounded = __builtin_shufflevector(low_half, high_half, 0, 1, 2, 3, 4, 5, 6, 7);
+    distill_to_floats(level, &odd, rounded);
     *nonzero = ~MASK_ZERO(S_bits & MAGNITUDE);
 }
 
@@ -502,8 +734,9 @@ ALWAYS_INLINE void wide32_nearest(const distill_vector *S, const distill_vector 
  * sum): a carry into bit 45 at or past the half (ties to even), the exponent rebiased, overflow
  * to infinity. All ones in *normal where the result is in bfloat16's normal range (zero sums
  * and results below it are left to engine_wide32_finish). */
-ALWAYS_INLINE void wide32_nearest_bfloat16(const distill_vector *S, const distill_vector *T,
-                                           wide32_int *rounded, distill_mask *normal)
+ALWAYS_INLINE void wide32_nearest_bfloat16(const int level, const distill_vector *S,
+                                           const distill_vector *T, wide32_int *rounded,
+                                           distill_mask *normal)
 {
     distill_mask S_bits = (distill_mask)*S, T_bits = (distill_mask)*T;
     distill_mask move = ~MASK_ZERO(T_bits & MAGNITUDE) & MASK_ZERO(S_bits & 1);
@@ -515,7 +748,7 @@ ALWAYS_INLINE void wide32_nearest_bfloat16(const distill_vector *S, const distil
     bf -= (bf - 0x7f80) & ~MASK_NEGATIVE(bf - 0x7f80); /* at most infinity */
     bf |= (distill_mask)((odd >> 48) & 0x8000);
     *normal = ~MASK_NEGATIVE((distill_mask)magnitude - (897ll << 52));
-    *rounded = __builtin_convertvector(bf, wide32_int);
+    distill_narrow(level, &bf, rounded);
 }
 
 /* Binary32 lanes beyond the fast path's window, `groups` vectors of 8: (h) where the spread
@@ -633,7 +866,7 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         {
             wide32_floats rounded;
             distill_mask nonzero;
-            wide32_nearest(&S_done[g], &T_done[g], &rounded, &nonzero);
+            wide32_nearest(level, &S_done[g], &T_done[g], &rounded, &nonzero);
             uint32_t lanes = distill_bits(&nonzero) & (decided >> (DISTILL_WIDTH * g));
             /* only those lanes: the caller may have written the others already */
             const wide32_int lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
@@ -650,7 +883,7 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         {
             wide32_int rounded, previous;
             distill_mask normal;
-            wide32_nearest_bfloat16(&S_done[g], &T_done[g], &rounded, &normal);
+            wide32_nearest_bfloat16(level, &S_done[g], &T_done[g], &rounded, &normal);
             uint32_t lanes = distill_bits(&normal) & (decided >> (DISTILL_WIDTH * g));
             const wide32_int lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
             wide32_int keep = (0 - (((wide32_int){0} + (int32_t)lanes) & lane_bit)) >> 31;
@@ -701,8 +934,8 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
             if (split == 0xffff && type == REPROD_BFLOAT16) {
                 wide32_int rounded[DISTILL_GROUPS];
                 distill_mask normal[DISTILL_GROUPS];
-                wide32_nearest_bfloat16(&S[0], &T[0], &rounded[0], &normal[0]);
-                wide32_nearest_bfloat16(&S[1], &T[1], &rounded[1], &normal[1]);
+                wide32_nearest_bfloat16(level, &S[0], &T[0], &rounded[0], &normal[0]);
+                wide32_nearest_bfloat16(level, &S[1], &T[1], &rounded[1], &normal[1]);
                 normal[0] &= normal[1];
                 if (distill_bits_at(level, &normal[0]) == 0xff) {
                     halves h[DISTILL_GROUPS] = {__builtin_convertvector(rounded[0], halves),
@@ -713,8 +946,8 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
             } else if (split == 0xffff) {
                 wide32_floats rounded[DISTILL_GROUPS];
                 distill_mask nonzero[DISTILL_GROUPS];
-                wide32_nearest(&S[0], &T[0], &rounded[0], &nonzero[0]);
-                wide32_nearest(&S[1], &T[1], &rounded[1], &nonzero[1]);
+                wide32_nearest(level, &S[0], &T[0], &rounded[0], &nonzero[0]);
+                wide32_nearest(level, &S[1], &T[1], &rounded[1], &nonzero[1]);
                 nonzero[0] &= nonzero[1];
                 if (distill_bits_at(level, &nonzero[0]) == 0xff) {
                     memcpy((float *)result + j + b, rounded, sizeof rounded);

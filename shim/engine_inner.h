@@ -29,10 +29,13 @@
 /* ceil(log2(n)) for 1 <= n <= 2^31 - 1. */
 ENGINE_FUNCTION int engine_ceil_log2(int n)
 {
-    int l = 0;
-    while (l < 31 && (1u << l) < (unsigned)n)
-        l++;
-    return l;
+    if (n <= 1) return 0;
+#if defined(__CUDA_ARCH__)
+    int l = 32 - __clz(n - 1);
+#else
+    int l = 32 - __builtin_clz((unsigned)(n - 1));
+#endif
+    return l < 31 ? l : 31;
 }
 
 /* Knuth's TwoSum: *sum = RN(a + b) and *error = a + b - *sum exactly (no overflow assumed). */
@@ -628,7 +631,30 @@ ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, repro
  *     - 53)). TwoSum of the two sums is then the exact sum as S + T. Like TwoSum, the split
  *     needs rounding to nearest (the host engine sets it; CUDA's default). Five operations a
  *     term (the cascade: eight and the certificate), no branch between elements, any N;
- *     infinities and NaNs (F = 255) are left to the cascade. */
+ *     infinities and NaNs (F = 255) are left to the cascade. Bfloat16 terms are multiples of
+ *     2^(f - 134): 16 binades more (98 - 2L).
+ *
+ *     Wider spans split again: the r's of one level (|r| <= 2^e', e' = e + L - 53) are split
+ *     against sigma' = 2^(e' + L) the same way, their q's summed into a second accumulator, and
+ *     so on; k levels leave r's of at most 2^(e + k (L - 53)) and take F - f <= 29 + 53 k -
+ *     (k + 1) L binades (45 + ... for bfloat16); every term's r is a multiple of the smallest
+ *     term's ulp at every level (a grid finer than a term's ulp leaves that term whole). Each
+ *     element takes the fewest levels its span needs, up to ENGINE_SPLIT_LEVELS (5: every
+ *     finite binary32 span, 253 binades, for N <= 64), 4 k + 1 operations a term; a lane of a
+ *     vector that runs more levels than its own has sigma = 0 at the extra ones (q = r, the
+ *     rest 0), so its accumulators and everything below are those of its own k.
+ *     The k + 1 exact accumulators hi_1, ..., hi_k, lo (each within 2^L units of the grid of
+ *     the one above) give S + T by a TwoSum chain from the bottom: s = lo, then (s, e_i) =
+ *     TwoSum(hi_i, s) for i = k .. 1, the exact sum s + e_1 + ... + e_k. The errors below e_1
+ *     are summed by TwoSum too, w = e_k + ... + e_2 with D the sum of the |delta| they drop,
+ *     and T = fl(w + e_1). When D = 0 (always for k <= 2), T is the remainder rounded once: its
+ *     sign and zero are the remainder's, and fl(s + T) = s bounds it below the spacing toward
+ *     T: S = s and T serve round to odd. Otherwise the remainder is w + e_1 + (the deltas):
+ *     |T| >= 4 D keeps T's sign, and fl(s + T) = s with fl(s +- 4 D) = s (D at most an eighth
+ *     of the spacing either way) still bounds it below the spacing. An element whose chain
+ *     fails these (cancellation among the accumulators) takes the cascade (g). k = 1 never
+ *     fails: its chain is the one TwoSum. */
+#define ENGINE_SPLIT_LEVELS 5
 
 /* Term `index` of a binary32 or bfloat16 array as binary32 bits (a bfloat16 is the top half
  * of a binary32: (g) and (h) serve it as they serve binary32, its sum rounded to bfloat16). */
@@ -638,27 +664,86 @@ ENGINE_FUNCTION uint32_t engine_load_float32_bits(reprod_type type, const void *
     return type == REPROD_BFLOAT16 ? bits << 16 : bits;
 }
 
-/* The widest span of exponent fields (h) takes for N = count terms. */
-ENGINE_FUNCTION int engine_wide32_split_limit(int count)
+/* The widest span of exponent fields (h) takes with `levels` levels for N = count terms of
+ * the type (binary32 or bfloat16). */
+ENGINE_FUNCTION int engine_wide32_split_limit(reprod_type type, int count, int levels)
 {
-    return 82 - 2 * engine_ceil_log2(count);
+    int base = type == REPROD_BFLOAT16 ? 45 : 29;
+    return base + 53 * levels - (levels + 1) * engine_ceil_log2(count);
 }
 
-/* Whether (h) applies, from the terms' largest binary32 magnitude bits and their smallest
- * nonzero magnitude bits minus one (zeros: all ones): finite terms within the limit. */
-ENGINE_FUNCTION int engine_wide32_split_fits(uint32_t high, uint32_t low, int count)
+/* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
+ * nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span fits, 0
+ * when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
+ENGINE_FUNCTION int engine_wide32_split_levels(reprod_type type, uint32_t high, uint32_t low,
+                                               int count)
 {
     int field_max = (int)(high >> 23), field_min = (int)(((low + 1) & 0x7fffffffu) >> 23);
     if (field_min < 1) field_min = 1;
-    return field_max < 255 && field_max - field_min <= engine_wide32_split_limit(count);
+    if (field_max >= 255) return 0;
+    for (int levels = 1; levels <= ENGINE_SPLIT_LEVELS; levels++)
+        if (field_max - field_min <= engine_wide32_split_limit(type, count, levels)) return levels;
+    return 0;
 }
 
-/* sigma = 2^(e + L) of (h) from the largest magnitude bits (e = F - 126, F at least 1). */
+/* sigma = 2^(e + L) of (h)'s first level from the largest magnitude bits (e = F - 126, F at
+ * least 1); each level's is 2^(L - 53) times the one before. */
 ENGINE_FUNCTION double engine_wide32_sigma(uint32_t high, int count)
 {
     int64_t field = (int64_t)(high >> 23);
     if (field < 1) field = 1;
     return engine_double_from_bits((uint64_t)(field - 126 + engine_ceil_log2(count) + 1023) << 52);
+}
+
+/* (h)'s accumulators of element `index` with `levels` levels (engine_wide32_split_levels's),
+ * given the terms' largest binary32 magnitude bits: hi[0..levels-1] (largest first) and *lo,
+ * whose sum is the exact sum of the terms. */
+ENGINE_FUNCTION void engine_wide32_split(reprod_type type, const void *const *contributions,
+                                         int count, size_t index, int levels, uint32_t largest,
+                                         double *hi, double *lo)
+{
+    double sigma[ENGINE_SPLIT_LEVELS], low = 0.0;
+    const double step = engine_double_from_bits((uint64_t)(engine_ceil_log2(count) - 53 + 1023)
+                                                << 52); /* 2^(L - 53) */
+    sigma[0] = engine_wide32_sigma(largest, count);
+    for (int i = 0; i < levels; i++) {
+        if (i > 0) sigma[i] = sigma[i - 1] * step;
+        hi[i] = 0.0;
+    }
+    for (int k = 0; k < count; k++) {
+        uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
+        double r = (double)engine_float_from_bits(bits);
+        for (int i = 0; i < levels; i++) {
+            double q = (sigma[i] + r) - sigma[i];
+            hi[i] += q;
+            r -= q;
+        }
+        low += r;
+    }
+    *lo = low;
+}
+
+/* (h)'s chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
+ * fit for round to odd, 0 when the chain cannot tell. */
+ENGINE_FUNCTION int engine_wide32_chain(const double *hi, int levels, double lo, double *S_out,
+                                        double *T_out)
+{
+    double s = lo, w = 0.0, D = 0.0, e = 0.0;
+    for (int i = levels - 1; i >= 0; i--) {
+        engine_two_sum(hi[i], s, &s, &e);
+        if (i > 0 && i == levels - 1) {
+            w = e; /* the first error: w + e exact */
+        } else if (i > 0) {
+            double delta;
+            engine_two_sum(w, e, &w, &delta);
+            D += delta < 0 ? -delta : delta;
+        }
+    }
+    double T = w + e, magnitude = T < 0 ? -T : T;
+    *S_out = s;
+    *T_out = T;
+    return s + T == s &&
+           (D == 0.0 || (magnitude >= 4.0 * D && s + 4.0 * D == s && s - 4.0 * D == s));
 }
 
 /* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T (see (g) and
@@ -673,17 +758,11 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
         largest = magnitude > largest ? magnitude : largest;
         smallest = less_one < smallest ? less_one : smallest;
     }
-    if (count >= 1 && engine_wide32_split_fits(largest, smallest, count)) { /* (h) */
-        double sigma = engine_wide32_sigma(largest, count), hi = 0.0, lo = 0.0;
-        for (int k = 0; k < count; k++) {
-            uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
-            double x = (double)engine_float_from_bits(bits);
-            double q = (sigma + x) - sigma;
-            hi += q;
-            lo += x - q;
-        }
-        engine_two_sum(hi, lo, S_out, T_out);
-        return 1;
+    int levels = count >= 1 ? engine_wide32_split_levels(type, largest, smallest, count) : 0;
+    if (levels) { /* (h) */
+        double hi[ENGINE_SPLIT_LEVELS], lo;
+        engine_wide32_split(type, contributions, count, index, levels, largest, hi, &lo);
+        if (engine_wide32_chain(hi, levels, lo, S_out, T_out)) return 1;
     }
     double v[ENGINE_DISTILL_TERMS];
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;

@@ -306,26 +306,29 @@ static void recipe_deep_cancel(const struct tfmt *f, struct rng *r, int n, uint6
     mpfr_clear(target);
 }
 
-/* Binary32 at the border of engine_inner.h (h): fields spanning its limit (or one binade
- * less or more), N - 2 terms whose split leaves nearly the largest low parts, the smallest term
- * odd, so that the low parts need every bit of the limit; one sign or mixed, shuffled. Other
- * types get recipe_spread. */
+/* Binary32 or bfloat16 at the border of engine_inner.h (h) with 1 to 4 levels: fields spanning
+ * that many levels' limit (or one binade less or more), N - 2 terms whose split leaves nearly
+ * the largest low parts at the last level, the smallest term odd, so that the low parts need
+ * every bit of the limit; one sign or mixed, shuffled. Other types get recipe_spread. */
 static void recipe_split_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
 {
-    if (f->p != 24 || n < 2) {
+    if ((f->p != 24 && f->p != 8) || n < 2) {
         recipe_spread(f, r, n, terms);
         return;
     }
-    int span = engine_wide32_split_limit(n) + rng_range(r, -1, 1);
+    reprod_type type = f->p == 8 ? REPROD_BFLOAT16 : REPROD_FLOAT32;
+    int levels = rng_range(r, 1, 4), log2_n = engine_ceil_log2(n);
+    int span = engine_wide32_split_limit(type, n, levels) + rng_range(r, -1, 1);
     span = span < 0 ? 0 : span > 253 ? 253 : span;
     int field_max = rng_range(r, span + 1, 254), field_min = field_max - span;
-    int middle = field_max + engine_ceil_log2(n) - 51; /* about 3 uσ (see test_engine.c) */
+    /* about 3 uσ at the last level (see test_engine.c) */
+    int middle = field_max + log2_n - 51 - (levels - 1) * (53 - log2_n);
     middle = middle < 1 ? 1 : middle > 254 ? 254 : middle;
     int sign = fuzz_sign(r), mixed = rng_range(r, 0, 3) == 0;
     terms[0] = tf_make(f, sign, field_max, fuzz_fraction(f, r));
     for (int k = 1; k < n - 1; k++)
         terms[k] = tf_make(f, mixed ? fuzz_sign(r) : sign, middle,
-                           0x3fffff - (uint64_t)rng_range(r, 0, 15));
+                           ((1ull << (f->p - 2)) - 1) - (uint64_t)rng_range(r, 0, 15));
     terms[n - 1] = tf_make(f, mixed ? fuzz_sign(r) : sign, field_min, fuzz_fraction(f, r) | 1);
     rng_shuffle(r, terms, n);
 }

@@ -670,96 +670,157 @@ Test(engine, binary32_beyond_the_window_sums_in_binary64)
     free(c.terms);
 }
 
-/* Binary32 elements at the border of the split sums (engine_inner.h (h)): N - 2 terms whose
- * low parts r are all nearly 2^(e + L - 53), the largest the split leaves, a tiny last term
+/* Binary32 or bfloat16 elements at the border of the split sums with `levels` levels
+ * (engine_inner.h (h)): N - 2 terms whose low parts at the last level are all nearly its
+ * largest, uσ = 2^(e + levels (L - 53)) (the levels above leave them whole), a tiny last term
  * with an odd significand at the smallest field, and the largest term that fixes sigma; the
- * fields span `span` binades. The low parts then need 53 bits exactly at the limit 82 - 2L
- * (for N - 2 >= 2^(L - 1)) and one more beyond it. */
-static void make_split_edge(struct rng *r, int n, int span, uint64_t *terms)
+ * fields span `span` binades. The low parts then need 53 bits exactly at the limit (for
+ * N - 2 >= 2^(L - 1)) and one more beyond it. */
+static void make_split_edge(reprod_type type, struct rng *r, int n, int levels, int span,
+                            uint64_t *terms)
 {
-    const struct tfmt *f = &test_formats[REPROD_FLOAT32];
+    const struct tfmt *f = &test_formats[type];
     int log2_n = engine_ceil_log2(n);
     int field_max = rng_range(r, span + 1, 254), field_min = field_max - span;
-    /* uσ = 2^(field_max + L - 179); a middle term is uσ (2^23 + 2^22 - 1 - d) 2^-22 with
-     * small d: its split leaves r = uσ (1 - (1 + d) 2^-22) */
-    int middle_field = field_max + log2_n - 51;
+    /* a middle term is 2 uσ (1.5 - (1 + d) 2^(1 - p)) with small d: its split at the last
+     * level leaves r = uσ (1 - (1 + d) 2^(2 - p)) */
+    int middle_field = field_max + log2_n - 51 - (levels - 1) * (53 - log2_n);
+    uint64_t middle_fraction = (1ull << (f->p - 2)) - 1;
     terms[0] = tf_make(f, 0, field_max, random_frac(f, r));
     for (int k = 1; k < n - 1; k++)
-        terms[k] = tf_make(f, 0, middle_field, 0x3fffff - (uint64_t)rng_range(r, 0, 15));
+        terms[k] = tf_make(f, 0, middle_field, middle_fraction - (uint64_t)rng_range(r, 0, 15));
     terms[n - 1] = tf_make(f, 0, field_min, random_frac(f, r) | 1);
 }
 
-static void gen_float32_split_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+static int split_edge_levels = 1; /* gen_split_edge's */
+
+static void gen_split_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
 {
-    int limit = engine_wide32_split_limit(n);
-    make_split_edge(r, n, limit + rng_range(r, -1, 1), terms);
+    reprod_type type = f == &test_formats[REPROD_BFLOAT16] ? REPROD_BFLOAT16 : REPROD_FLOAT32;
+    int limit = engine_wide32_split_limit(type, n, split_edge_levels);
+    make_split_edge(type, r, n, split_edge_levels, limit + rng_range(r, -1, 1), terms);
     if (rng_next(r) & 1)
         for (int k = 0; k < n; k++)
             terms[k] ^= tf_sign(f);
 }
 
-Test(engine, binary32_split_sums_are_exact_up_to_their_span_limit)
+/* The value of binary32 or bfloat16 bits as a double. */
+static double split_term(reprod_type type, uint64_t bits)
+{
+    uint32_t word = type == REPROD_BFLOAT16 ? (uint32_t)bits << 16 : (uint32_t)bits;
+    float x;
+    memcpy(&x, &word, sizeof x);
+    return x;
+}
+
+/* Whether S and T tell the exact sum as round to odd needs (engine_inner.h (g), (h)): equal
+ * to S when T is zero, else strictly between S and its neighbour toward T. */
+static int brackets(mpfr_t exact, double S, double T)
+{
+    if (T == 0) return mpfr_cmp_d(exact, S) == 0;
+    double next = nextafter(S, T > 0 ? INFINITY : -INFINITY);
+    return T > 0 ? mpfr_cmp_d(exact, S) > 0 && mpfr_cmp_d(exact, next) < 0
+                 : mpfr_cmp_d(exact, S) < 0 && mpfr_cmp_d(exact, next) > 0;
+}
+
+Test(engine, split_sums_are_exact_up_to_their_span_limits)
 {
     static const int ns[] = {8, 16, 64}; /* N - 2 >= 2^(L - 1): the limit is tight */
+    static const reprod_type types[] = {REPROD_FLOAT32, REPROD_BFLOAT16};
+    enum { TRIALS = 100, LEVELS = 4 }; /* the fifth level's limit passes every span */
     struct rng r = {8211};
     mpfr_t exact, check, term;
     mpfr_inits2(ORACLE_EXACT_BITS, exact, check, term, (mpfr_ptr)0);
     uint64_t terms[ORACLE_MAX_TERMS];
-    int inexact_beyond = 0;
-    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
-        int n = ns[s], limit = engine_wide32_split_limit(n);
-        for (int span = limit - 1; span <= limit + 1; span++)
-            for (int trial = 0; trial < 200; trial++) {
-                make_split_edge(&r, n, span, terms);
-                float buffer[ORACLE_MAX_TERMS];
-                const void *c[ORACLE_MAX_TERMS];
-                uint32_t largest = 0, smallest = 0x7fffffff;
-                mpfr_set_zero(exact, 1);
-                for (int k = 0; k < n; k++) {
-                    uint32_t bits = (uint32_t)terms[k];
-                    memcpy(&buffer[k], &bits, sizeof bits);
-                    c[k] = &buffer[k];
-                    largest = (bits & 0x7fffffff) > largest ? bits & 0x7fffffff : largest;
-                    smallest =
-                        ((bits - 1) & 0x7fffffff) < smallest ? (bits - 1) & 0x7fffffff : smallest;
-                    mpfr_set_flt(term, buffer[k], MPFR_RNDN);
-                    mpfr_add(exact, exact, term, MPFR_RNDN);
-                }
-                cr_assert_eq(engine_wide32_split_fits(largest, smallest, n), span <= limit,
-                             "N=%d span %d: (h) applies up to %d binades", n, span, limit);
-                if (span > limit) { /* what (h) would give there: its low sum rounds */
-                    double sigma = engine_wide32_sigma(largest, n), hi = 0.0, lo = 0.0;
-                    for (int k = 0; k < n; k++) {
-                        double x = buffer[k], q = (sigma + x) - sigma;
-                        hi += q;
-                        lo += x - q;
+    int inexact_beyond = 0, cases_beyond = 0;
+    for (size_t t = 0; t < 2; t++)
+        for (int levels = 1; levels <= LEVELS; levels++)
+            for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+                reprod_type type = types[t];
+                int n = ns[s], limit = engine_wide32_split_limit(type, n, levels);
+                for (int span = limit - 1; span <= limit + 1; span++)
+                    for (int trial = 0; trial < TRIALS; trial++) {
+                        make_split_edge(type, &r, n, levels, span, terms);
+                        uint16_t halves[ORACLE_MAX_TERMS];
+                        uint32_t words[ORACLE_MAX_TERMS];
+                        const void *c[ORACLE_MAX_TERMS];
+                        uint32_t largest = 0, smallest = 0x7fffffff;
+                        mpfr_set_zero(exact, 1);
+                        for (int k = 0; k < n; k++) {
+                            halves[k] = (uint16_t)terms[k];
+                            words[k] = (uint32_t)terms[k];
+                            c[k] = type == REPROD_BFLOAT16 ? (const void *)&halves[k]
+                                                           : (const void *)&words[k];
+                            uint32_t bits = type == REPROD_BFLOAT16 ? words[k] << 16 : words[k];
+                            largest = (bits & 0x7fffffff) > largest ? bits & 0x7fffffff : largest;
+                            smallest = ((bits - 1) & 0x7fffffff) < smallest
+                                           ? (bits - 1) & 0x7fffffff
+                                           : smallest;
+                            mpfr_set_d(term, split_term(type, terms[k]), MPFR_RNDN);
+                            mpfr_add(exact, exact, term, MPFR_RNDN);
+                        }
+                        cr_assert_eq(engine_wide32_split_levels(type, largest, smallest, n),
+                                     span <= limit ? levels : levels + 1,
+                                     "N=%d span %d: %d levels take up to %d binades", n, span,
+                                     levels, limit);
+                        if (span > limit) { /* what `levels` levels would give: lo rounds */
+                            double sigma =
+                                ldexp(1.0, (int)(largest >> 23) - 126 + engine_ceil_log2(n));
+                            double hi[LEVELS] = {0}, lo = 0.0;
+                            for (int k = 0; k < n; k++) {
+                                double x = split_term(type, terms[k]), level_sigma = sigma;
+                                for (int i = 0; i < levels; i++) {
+                                    double q = (level_sigma + x) - level_sigma;
+                                    hi[i] += q;
+                                    x -= q;
+                                    level_sigma = ldexp(level_sigma, engine_ceil_log2(n) - 53);
+                                }
+                                lo += x;
+                            }
+                            mpfr_set_d(check, lo, MPFR_RNDN);
+                            for (int i = 0; i < levels; i++) {
+                                mpfr_set_d(term, hi[i], MPFR_RNDN);
+                                mpfr_add(check, check, term, MPFR_RNDN);
+                            }
+                            inexact_beyond += mpfr_cmp(check, exact) != 0;
+                            cases_beyond++;
+                        }
+                        if (span <= limit) { /* the accumulators hold the exact sum */
+                            double hi[ENGINE_SPLIT_LEVELS], lo;
+                            engine_wide32_split(type, c, n, 0, levels, largest, hi, &lo);
+                            mpfr_set_d(check, lo, MPFR_RNDN);
+                            for (int i = 0; i < levels; i++) {
+                                mpfr_set_d(term, hi[i], MPFR_RNDN);
+                                mpfr_add(check, check, term, MPFR_RNDN);
+                            }
+                            cr_assert(mpfr_cmp(check, exact) == 0,
+                                      "%s N=%d span %d: %d levels' accumulators inexact",
+                                      test_formats[type].name, n, span, levels);
+                        }
+                        double S, T; /* one sign, no cancellation: the chain tells */
+                        cr_assert(engine_wide32_sum(type, c, n, 0, &S, &T),
+                                  "N=%d span %d: (h) did not decide", n, span);
+                        if (!brackets(exact, S, T)) {
+                            fprintf(stderr, "%s N=%d span %d: S + T is not the exact sum:",
+                                    test_formats[type].name, n, span);
+                            for (int k = 0; k < n; k++)
+                                fprintf(stderr, " %#x", (unsigned)terms[k]);
+                            fprintf(stderr, "\n");
+                            cr_assert_fail("split sum inexact");
+                        }
                     }
-                    mpfr_set_d(check, hi, MPFR_RNDN);
-                    mpfr_set_d(term, lo, MPFR_RNDN);
-                    mpfr_add(check, check, term, MPFR_RNDN);
-                    inexact_beyond += mpfr_cmp(check, exact) != 0;
-                }
-                double S, T; /* (g) beyond the limit only brackets the sum: not checked here */
-                if (span > limit || !engine_wide32_sum(REPROD_FLOAT32, c, n, 0, &S, &T)) continue;
-                mpfr_set_d(check, S, MPFR_RNDN);
-                mpfr_set_d(term, T, MPFR_RNDN);
-                mpfr_add(check, check, term, MPFR_RNDN);
-                if (mpfr_cmp(check, exact) != 0) {
-                    fprintf(stderr, "N=%d span %d: S + T is not the exact sum:", n, span);
-                    for (int k = 0; k < n; k++)
-                        fprintf(stderr, " %#x", (unsigned)terms[k]);
-                    fprintf(stderr, "\n");
-                    cr_assert_fail("binary32 split sum inexact");
-                }
             }
-    }
     mpfr_clears(exact, check, term, (mpfr_ptr)0);
-    /* the elements are hard enough: one binade more and the split sum would be wrong */
-    cr_expect_eq(inexact_beyond, 3 * 200, "split sums beyond the limit inexact: %d of %d",
-                 inexact_beyond, 3 * 200);
+    /* the elements are hard enough: one binade more and that many levels would be wrong */
+    cr_expect_eq(inexact_beyond, cases_beyond, "split sums beyond the limit inexact: %d of %d",
+                 inexact_beyond, cases_beyond);
     /* the same elements through every kernel level, direction and op, against MPFR */
-    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
-        run_generated("f32-split-edge", REPROD_FLOAT32, ns[s], 600, gen_float32_split_edge, 41);
+    for (split_edge_levels = 1; split_edge_levels <= LEVELS; split_edge_levels++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            run_generated("f32-split-edge", REPROD_FLOAT32, ns[s], 300, gen_split_edge, 41);
+            run_generated("bf16-split-edge", REPROD_BFLOAT16, ns[s], 300, gen_split_edge, 42);
+        }
+    split_edge_levels = 1;
 }
 
 /* Bfloat16 beyond its window (42 - L binades): every bfloat16 is a binary32, so (h) and (g)
