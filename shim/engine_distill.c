@@ -7,10 +7,13 @@
  * lane are loaded once (or taken from the errors the kernel kept), the cascade runs over them
  * in place pass after pass, and after each pass (d), (c') and the midpoint rule (f) decide the
  * lanes they can; what is left after ENGINE_DISTILL_PASSES takes the general path. Binary32
- * lanes beyond their window run (g) the same way. Every lane does the same work (no branch
- * between elements), and it computes exactly what the per-element functions of
- * engine_inner.h do (which the GPU kernels run), so which tier decides never depends on the
- * kernel level (tests/unit/test_engine.c and the fuzzer check it).
+ * lanes beyond their window run (h), then (g), the same way. Every lane does the same work (no
+ * branch between elements), and it computes exactly what the per-element functions of
+ * engine_inner.h do (which the GPU kernels run), so which tier decides a lane it is given
+ * never depends on the kernel level (tests/unit/test_engine.c and the fuzzer check it). One
+ * exception upstream of these tiers: the 16- and 32-bit kernels accept any chunk whose
+ * binary64 sums the inexact flag shows exact, which the per-element path may have sent to the
+ * general path (2^127 - 2^127 + 2^-126 in bfloat16): the same bits, another count.
  *
  * One body in GCC vector code, compiled for each kernel level: the wrappers below carry the
  * target, and the always-inline body takes it on (a vector of 8 doubles is one AVX-512
@@ -530,7 +533,7 @@ ALWAYS_INLINE void wide32_max(wide32_int *a, wide32_int b)
 /* All ones where the doubles x and y are equal as values (+0 == -0). */
 #define DISTILL_EQUAL(x, y)                                                                        \
     (~MASK_NEGATIVE(((distill_mask)(x) ^ (distill_mask)(y)) |                                      \
-                    (0 - ((distill_mask)(x) ^ (distill_mask)(y)))) |                               \
+                    (distill_mask)(0 - ((distill_unsigned)(x) ^ (distill_unsigned)(y)))) |         \
      (MASK_ZERO((distill_mask)(x)&MAGNITUDE) & MASK_ZERO((distill_mask)(y)&MAGNITUDE)))
 
 /* (h)'s chain over `levels` accumulators hi[0..levels-1][g] and lo (engine_wide32_chain,
