@@ -523,11 +523,35 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
     }
 }
 
-/* *a = the larger of *a and b, lane-wise (no overflow: a - b fits). */
-ALWAYS_INLINE void wide32_max(wide32_int *a, wide32_int b)
+/* Whether any lane of the all-ones-or-zeros lanes of *mask is all ones: one instruction at
+ * AVX2 and AVX-512, a reduction in shuffles otherwise. */
+#if DISTILL_X86
+DISTILL_AVX512 static inline int wide32_any_avx512(const wide32_int *mask)
 {
-    wide32_int d = *a - b;
-    *a -= d & (d >> 31);
+    __m256i m;
+    memcpy(&m, mask, sizeof m);
+    return _mm256_movepi32_mask(m) != 0;
+}
+
+DISTILL_AVX2 static inline int wide32_any_avx2(const wide32_int *mask)
+{
+    __m256 m;
+    memcpy(&m, mask, sizeof m);
+    return _mm256_movemask_ps(m) != 0;
+}
+#endif
+
+ALWAYS_INLINE int wide32_any(const int level, const wide32_int *mask)
+{
+#if DISTILL_X86
+    if (level == LEVEL_AVX512) return wide32_any_avx512(mask);
+    if (level == LEVEL_AVX2) return wide32_any_avx2(mask);
+#endif
+    wide32_int m = *mask;
+    m |= __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+    m |= __builtin_shufflevector(m, m, 2, 3, 0, 1, 6, 7, 4, 5);
+    m |= __builtin_shufflevector(m, m, 1, 0, 3, 2, 5, 4, 7, 6);
+    return m[0] != 0;
 }
 
 /* All ones where the doubles x and y are equal as values (+0 == -0). */
@@ -684,21 +708,22 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, con
     int32_t limits[ENGINE_SPLIT_LEVELS + 1];
     for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
         limits[k] = engine_wide32_split_limit(type, count, k);
-    wide32_int widest = {0};
+    wide32_int reach[DISTILL_GROUPS];
     _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
     {
-        wide32_int in_reach = ~((limits[ENGINE_SPLIT_LEVELS] - span[g]) >> 31) & finite[g], open32;
+        wide32_int open32;
+        reach[g] = ~((limits[ENGINE_SPLIT_LEVELS] - span[g]) >> 31) & finite[g];
         distill_narrow(level, &open[g], &open32);
-        in_reach &= open32;
-        distill_widen(level, &in_reach, &fits[g]);
-        wide32_max(&widest, span[g] & in_reach);
+        reach[g] &= open32;
+        distill_widen(level, &reach[g], &fits[g]);
     }
-    wide32_max(&widest, __builtin_shufflevector(widest, widest, 4, 5, 6, 7, 0, 1, 2, 3));
-    wide32_max(&widest, __builtin_shufflevector(widest, widest, 2, 3, 0, 1, 6, 7, 4, 5));
-    wide32_max(&widest, __builtin_shufflevector(widest, widest, 1, 0, 3, 2, 5, 4, 7, 6));
-    int levels = 2;
-    while (levels < ENGINE_SPLIT_LEVELS && widest[0] > limits[levels])
-        levels++;
+    int levels = 2; /* one more for each limit some lane in reach exceeds (independent tests) */
+    _Pragma("GCC unroll 4") for (int k = 2; k < ENGINE_SPLIT_LEVELS; k++)
+    {
+        wide32_int beyond = ((limits[k] - span[0]) >> 31) & reach[0];
+        if (groups > 1) beyond |= ((limits[k] - span[1]) >> 31) & reach[1];
+        levels += wide32_any(level, &beyond);
+    }
 #define WIDE32_DEEP(n) /* n levels, at most ENGINE_SPLIT_LEVELS */                                 \
     wide32_deep(level, type, groups, contributions, count, j,                                      \
                 (n) < ENGINE_SPLIT_LEVELS ? (n) : ENGINE_SPLIT_LEVELS, sigma, span, limits, fits,  \
