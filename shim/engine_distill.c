@@ -966,9 +966,10 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
                 wide32_nearest_bfloat16(level, &S[1], &T[1], &rounded[1], &normal[1]);
                 normal[0] &= normal[1];
                 if (distill_bits_at(level, &normal[0]) == 0xff) {
-                    halves h[DISTILL_GROUPS] = {__builtin_convertvector(rounded[0], halves),
-                                                __builtin_convertvector(rounded[1], halves)};
-                    memcpy((uint16_t *)result + j + b, h, sizeof h);
+                    halves h0 = __builtin_convertvector(rounded[0], halves);
+                    halves h1 = __builtin_convertvector(rounded[1], halves);
+                    memcpy((uint16_t *)result + j + b, &h0, sizeof h0);
+                    memcpy((uint16_t *)result + j + b + DISTILL_WIDTH, &h1, sizeof h1);
                     continue;
                 }
             } else if (split == 0xffff) {
@@ -978,7 +979,10 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
                 wide32_nearest(level, &S[1], &T[1], &rounded[1], &nonzero[1]);
                 nonzero[0] &= nonzero[1];
                 if (distill_bits_at(level, &nonzero[0]) == 0xff) {
-                    memcpy((float *)result + j + b, rounded, sizeof rounded);
+                    /* one store per half: a 64-byte copy of the pair went through the stack,
+                     * its load stalled on the two 32-byte stores (store forwarding) */
+                    memcpy((float *)result + j + b, &rounded[0], sizeof rounded[0]);
+                    memcpy((float *)result + j + b + DISTILL_WIDTH, &rounded[1], sizeof rounded[1]);
                     continue;
                 }
             }
