@@ -13,9 +13,11 @@
  * another within FLOAT64_QUIET blocks, the next ones keep each error for the tier and run its
  * second pass alongside (two blocks of hysteresis). After a block where (c') proved at most a
  * quarter of the lanes and nothing was refused, the blocks leave out (c')'s minimum
- * (float64_start and float64_add with track 0) until one has refused lanes (float64_finish
- * says so: FLOAT64_TRACK_FIRST); the driver then reloads that block's terms for it
- * (float64_track) and finishes it again, so (c') judges every element as it would have.
+ * (float64_start and float64_add with track 0). A block of that loop with refused lanes
+ * (float64_finish says so: FLOAT64_TRACK_FIRST) has its terms reloaded for the minimum
+ * (float64_track) and is finished again, so (c') judges every element as it would have; the
+ * blocks go back to the first loop when (c') then proved more than a quarter of the lanes, or
+ * refusals come close together (their errors are worth storing).
  * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
  * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
  * memory streams at a time. Each element adds its terms in the same order either way.
@@ -82,9 +84,9 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                 }
             }
             /* Wide spreads: (c') proves few lanes and (d) decides them all; the minimum it
-             * needs costs three of the cascade's thirteen operations a term. Left out until a
-             * block has refused lanes ((c') might decide them: that block finds its minimum
-             * after all, here, and is finished again). */
+             * needs costs three of the cascade's thirteen operations a term. Left out; a block
+             * with refused lanes ((c') might decide them) finds its minimum after all, here,
+             * and is finished again; a lone one (1 element in 400 at +-200 binades) stays. */
             for (; j + PAIR <= element_count; j += PAIR) {
                 FLOAT64_STATE x0, x1;
                 float64_start(&x0, 0);
@@ -95,10 +97,11 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                     float64_add(&x1, p + W, NULL, 0);
                 }
                 const FLOAT64_STATE x[2] = {x0, x1};
-                uint32_t proved;
+                uint32_t proved = 0;
                 uint32_t refused = float64_finish(op, dir, contributions, count, j, x, result, a,
                                                   general, NULL, NULL, 0, &proved);
-                if (refused == FLOAT64_TRACK_FIRST) { /* (c') decides as it would have */
+                int tracked_after_all = refused == FLOAT64_TRACK_FIRST;
+                if (tracked_after_all) { /* (c') decides as it would have */
                     FLOAT64_STATE fresh;
                     float64_start(&fresh, 1);
                     x0.min = x1.min = fresh.min;
@@ -114,8 +117,14 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                 if (refused) {
                     storing = last_refusal && j + 1 - last_refusal <= FLOAT64_QUIET * PAIR ? 2 : 0;
                     last_refusal = j + 1;
+                }
+                /* Back to tracking when refusals come close together (their errors are worth
+                 * storing) or when the minimum, found after all, proved much (cancelling
+                 * data); a lone refusal that (c') cannot help (a midpoint among wide spreads)
+                 * stays here. */
+                if (storing || (tracked_after_all && __builtin_popcount(proved) > PAIR / 4)) {
                     j += PAIR;
-                    break; /* back to tracking */
+                    break;
                 }
             }
         }
