@@ -38,39 +38,33 @@ AVX2_FUNCTION static inline __m256 load8(reprod_type type, const uint16_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* Round four finite binary64 values (zero, or normal and >= the format's smallest subnormal:
- * sums of 16-bit values) to nearest-even in format f (p <= 24); the bits are in the low half
- * of each 64-bit lane. Lane-wise engine_round_value with variable shifts; overflow gives inf. */
-AVX2_FUNCTION static __m256i round_nearest_small(__m256d d, const struct engine_format *f)
+/* Round eight finite binary64 values (x0, then x1: exact sums of 16-bit values, so zero or at
+ * least the format's smallest subnormal) to nearest-even in the 16-bit type: their 16-bit
+ * patterns. First to odd at binary32 (24 >= p + 2 bits: no rounding boundary of the 16-bit
+ * type lies between the sum and that float): the nearest float f, moved one step toward the
+ * sum where it is inexact and even; x - f is exact (Sterbenz) and keeps its sign and its
+ * nonzeroness as a float (both are multiples of 2^-149). Then binary16 by the hardware's
+ * nearest conversion, bfloat16 by ties-to-even on the top half (overflow to infinity). */
+AVX2_FUNCTION static inline __m128i round_nearest8(reprod_type type, __m256d x0, __m256d x1)
 {
-    const __m256i one = _mm256_set1_epi64x(1);
-    const __m256i fraction_mask = _mm256_set1_epi64x(0xfffffffffffffll);
-    const __m256i min_ulp = _mm256_set1_epi64x(f->min_ulp_exponent);
-    const __m256i inf = _mm256_set1_epi64x((long long)engine_inf_bits(f));
-    __m256i bits = _mm256_castpd_si256(d);
-    __m256i sign = _mm256_sll_epi64(_mm256_srli_epi64(bits, 63),
-                                    _mm_cvtsi32_si128(f->exponent_bits + f->precision - 1));
-    __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi64x(0x7fffffffffffffffll));
-    __m256i zero = _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256());
-    __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(magnitude, 52), _mm256_set1_epi64x(1023));
-    __m256i ulp = _mm256_sub_epi64(e, _mm256_set1_epi64x(f->precision - 1));
-    ulp = _mm256_blendv_epi8(ulp, min_ulp, _mm256_cmpgt_epi64(min_ulp, ulp)); /* subnormal */
-    __m256i shift = _mm256_sub_epi64(_mm256_add_epi64(ulp, _mm256_set1_epi64x(52)), e);
-    __m256i m =
-        _mm256_or_si256(_mm256_and_si256(magnitude, fraction_mask), _mm256_set1_epi64x(1ll << 52));
-    __m256i kept = _mm256_srlv_epi64(m, shift);
-    __m256i rest = _mm256_and_si256(m, _mm256_sub_epi64(_mm256_sllv_epi64(one, shift), one));
-    __m256i half = _mm256_sllv_epi64(one, _mm256_sub_epi64(shift, one));
-    __m256i tie = _mm256_cmpeq_epi64(rest, half);
-    __m256i odd = _mm256_cmpeq_epi64(_mm256_and_si256(kept, one), one);
-    __m256i up = _mm256_or_si256(_mm256_cmpgt_epi64(rest, half), _mm256_and_si256(tie, odd));
-    kept = _mm256_sub_epi64(kept, up); /* up is -1 where rounding up */
-    __m256i out = _mm256_add_epi64(
-        _mm256_sll_epi64(_mm256_sub_epi64(ulp, min_ulp), _mm_cvtsi32_si128(f->precision - 1)),
-        kept);
-    out = _mm256_blendv_epi8(out, inf, _mm256_cmpgt_epi64(out, inf));
-    out = _mm256_andnot_si256(zero, out);
-    return _mm256_or_si256(out, sign);
+    const __m256i one = _mm256_set1_epi32(1);
+    __m128 f0 = _mm256_cvtpd_ps(x0), f1 = _mm256_cvtpd_ps(x1);
+    __m128 d0 = _mm256_cvtpd_ps(_mm256_sub_pd(x0, _mm256_cvtps_pd(f0)));
+    __m128 d1 = _mm256_cvtpd_ps(_mm256_sub_pd(x1, _mm256_cvtps_pd(f1)));
+    __m256i bits = _mm256_castps_si256(_mm256_set_m128(f1, f0));
+    __m256i difference = _mm256_castps_si256(_mm256_set_m128(d1, d0));
+    __m256i exact = _mm256_cmpeq_epi32(_mm256_slli_epi32(difference, 1), _mm256_setzero_si256());
+    __m256i odd = _mm256_and_si256(bits, one);
+    __m256i step = _mm256_or_si256(_mm256_srai_epi32(_mm256_xor_si256(difference, bits), 31), one);
+    bits = _mm256_add_epi32(
+        bits, _mm256_andnot_si256(
+                  _mm256_or_si256(exact, _mm256_sub_epi32(_mm256_setzero_si256(), odd)), step));
+    if (type == REPROD_FLOAT16)
+        return _mm256_cvtps_ph(_mm256_castsi256_ps(bits), _MM_FROUND_TO_NEAREST_INT);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
+    __m256i top = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    return _mm_packus_epi32(_mm256_castsi256_si128(top), _mm256_extracti128_si256(top, 1));
 }
 
 /* Bit l set: lane l of the 16 bfloat16 elements at offset j spans more binades than the
@@ -181,7 +175,7 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
                 continue;
             }
             const double *sum = sums + b;
-            uint64_t rounded[16];
+            uint16_t rounded[16];
             int bad_mask = 0;
             for (int q = 0; q < 4; q++) {
                 __m256d x = _mm256_loadu_pd(sum + 4 * q);
@@ -189,18 +183,18 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
                     _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_castpd_si256(x), magnitude),
                                        _mm256_sub_epi64(infinity, _mm256_set1_epi64x(1)));
                 bad_mask |= _mm256_movemask_pd(_mm256_castsi256_pd(nonfinite)) << (4 * q);
-                if (vector_round)
-                    _mm256_storeu_si256((__m256i *)(rounded + 4 * q), round_nearest_small(x, &f));
             }
-            if (vector_round && bad_mask == 0) { /* pack the low 16 bits of the 64-bit lanes */
-                const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-                __m128i q[4];
-                for (int v = 0; v < 4; v++)
-                    q[v] = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
-                        _mm256_loadu_si256((const __m256i *)(rounded + 4 * v)), even));
-                _mm_storeu_si128((__m128i *)(result + j + b), _mm_packus_epi32(q[0], q[1]));
-                _mm_storeu_si128((__m128i *)(result + j + b + 8), _mm_packus_epi32(q[2], q[3]));
-                continue;
+            if (vector_round) {
+                __m128i low = round_nearest8(type, _mm256_loadu_pd(sum), _mm256_loadu_pd(sum + 4));
+                __m128i high =
+                    round_nearest8(type, _mm256_loadu_pd(sum + 8), _mm256_loadu_pd(sum + 12));
+                if (bad_mask == 0) {
+                    _mm_storeu_si128((__m128i *)(result + j + b), low);
+                    _mm_storeu_si128((__m128i *)(result + j + b + 8), high);
+                    continue;
+                }
+                _mm_storeu_si128((__m128i *)rounded, low);
+                _mm_storeu_si128((__m128i *)(rounded + 8), high);
             }
             uint16_t out[16];
             for (int lane = 0; lane < 16; lane++) {
@@ -209,7 +203,7 @@ AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, rep
                     out[lane] = (uint16_t)engine_exact_element(type, op, dir, contributions, count,
                                                                index, 1, a, general);
                 else if (vector_round)
-                    out[lane] = (uint16_t)rounded[lane];
+                    out[lane] = rounded[lane];
                 else
                     out[lane] = (uint16_t)engine_fast_finish(&f, type, op, dir, sum[lane], -1,
                                                              contributions, count, index);
