@@ -16,8 +16,8 @@
  * (float64_start and float64_add with track 0). A block of that loop with refused lanes
  * (float64_finish says so: FLOAT64_TRACK_FIRST) has its terms reloaded for the minimum
  * (float64_track) and is finished again, so (c') judges every element as it would have; the
- * blocks go back to the first loop when (c') then proved more than a quarter of the lanes, or
- * refusals come close together (their errors are worth storing).
+ * blocks go back to the first loop when lanes stay refused after that and (c') proved more
+ * than a quarter of them, or refusals come close together (their errors are worth storing).
  * With more contributions, the states of a block of FLOAT64_BLOCK elements stay in L1 while
  * groups of FLOAT64_GROUP contributions stream through it (as the ordered fold does): few
  * memory streams at a time. Each element adds its terms in the same order either way.
@@ -119,10 +119,13 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                     last_refusal = j + 1;
                 }
                 /* Back to tracking when refusals come close together (their errors are worth
-                 * storing) or when the minimum, found after all, proved much (cancelling
-                 * data); a lone refusal that (c') cannot help (a midpoint among wide spreads)
-                 * stays here. */
-                if (storing || (tracked_after_all && __builtin_popcount(proved) > PAIR / 4)) {
+                 * storing) or when a refused block's minimum, found after all, proved much
+                 * (cancelling data); a lone refusal that (c') cannot help (a midpoint among
+                 * wide spreads) stays here, and so does a block the reload left unrefused (a
+                 * cancelling block among wide ones: going back would make every wide block
+                 * after it track the minimum, 20% slower on such alternations). */
+                if (storing ||
+                    (refused && tracked_after_all && __builtin_popcount(proved) > PAIR / 4)) {
                     j += PAIR;
                     break;
                 }
