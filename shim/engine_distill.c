@@ -642,6 +642,110 @@ ALWAYS_INLINE void wide32_deep(const int level, const reprod_type type, const in
     }
 }
 
+/* (h) with several levels for a block whose lanes reach beyond one (wide32_split's second
+ * half, given each group's first sigma, spans, finite lanes and open lanes): all ones in
+ * fits[g] where it applies and its chain tells, its S + T there; those lanes as bits. */
+ALWAYS_INLINE uint32_t wide32_several_body(const int level, const reprod_type type,
+                                           const int groups, const void *const *contributions,
+                                           int count, size_t j, const distill_vector *sigma,
+                                           const wide32_int *span, const wide32_int *finite,
+                                           const distill_mask *open, distill_mask *fits,
+                                           distill_vector *S, distill_vector *T)
+{
+    uint32_t split = 0;
+    /* several levels: each lane takes the fewest whose limit its span fits (level i + 1 where
+     * the span exceeds level i's limit), the block the most any open lane takes; the loop is
+     * compiled for two, three and five levels (four run as five), so that its accumulators
+     * stay in registers */
+    int32_t limits[ENGINE_SPLIT_LEVELS + 1];
+    for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
+        limits[k] = engine_wide32_split_limit(type, count, k);
+    wide32_int reach[DISTILL_GROUPS];
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        wide32_int open32;
+        reach[g] = ~((limits[ENGINE_SPLIT_LEVELS] - span[g]) >> 31) & finite[g];
+        distill_narrow(level, &open[g], &open32);
+        reach[g] &= open32;
+        distill_widen(level, &reach[g], &fits[g]);
+    }
+    int levels = 2; /* one more for each limit some lane in reach exceeds (independent tests) */
+    _Pragma("GCC unroll 4") for (int k = 2; k < ENGINE_SPLIT_LEVELS; k++)
+    {
+        wide32_int beyond = ((limits[k] - span[0]) >> 31) & reach[0];
+        if (groups > 1) beyond |= ((limits[k] - span[1]) >> 31) & reach[1];
+        levels += wide32_any(level, &beyond);
+    }
+#define WIDE32_DEEP(n) /* n levels, at most ENGINE_SPLIT_LEVELS */                                 \
+    wide32_deep(level, type, groups, contributions, count, j,                                      \
+                (n) < ENGINE_SPLIT_LEVELS ? (n) : ENGINE_SPLIT_LEVELS, sigma, span, limits, fits,  \
+                S, T)
+    if (levels == 2)
+        WIDE32_DEEP(2);
+    else if (levels == 3)
+        WIDE32_DEEP(3);
+    else /* four run as five (sigma 0 at the fifth): one loop less to compile */
+        WIDE32_DEEP(5);
+#undef WIDE32_DEEP
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) split |=
+        distill_bits_at(level, &fits[g]) << (DISTILL_WIDTH * g);
+    return split;
+}
+
+/* Inline in every tier and chunk body: out of line, the one-level path around the call ran
+ * 6-7% slower. Under the sanitizers out of line, one copy per level, type and group count:
+ * their instrumentation of the many inlined copies made this file compile six times as long
+ * (107 s under ASan and UBSan, against 37 s). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WIDE32_SEVERAL(name, target, level, type, groups)                                          \
+    target __attribute__((noinline)) static uint32_t name(                                         \
+        const void *const *contributions, int count, size_t j, const distill_vector *sigma,        \
+        const wide32_int *span, const wide32_int *finite, const distill_mask *open,                \
+        distill_mask *fits, distill_vector *S, distill_vector *T)                                  \
+    {                                                                                              \
+        return wide32_several_body(level, type, groups, contributions, count, j, sigma, span,      \
+                                   finite, open, fits, S, T);                                      \
+    }
+WIDE32_SEVERAL(wide32_several_avx512_2, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32, 2)
+WIDE32_SEVERAL(wide32_several_avx512_1, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32, 1)
+WIDE32_SEVERAL(wide32_several_avx2_2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32, 2)
+WIDE32_SEVERAL(wide32_several_avx2_1, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32, 1)
+WIDE32_SEVERAL(wide32_several_generic_2, , LEVEL_GENERIC, REPROD_FLOAT32, 2)
+WIDE32_SEVERAL(wide32_several_generic_1, , LEVEL_GENERIC, REPROD_FLOAT32, 1)
+WIDE32_SEVERAL(wide32_several_bfloat16_avx512_2, DISTILL_AVX512, LEVEL_AVX512, REPROD_BFLOAT16, 2)
+WIDE32_SEVERAL(wide32_several_bfloat16_avx2_2, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16, 2)
+#undef WIDE32_SEVERAL
+#define WIDE32_SEVERAL_OUT_OF_LINE 1
+#else
+#define WIDE32_SEVERAL_OUT_OF_LINE 0
+#endif
+
+/* The copy for the caller's level, type and group count (literals at each use). */
+ALWAYS_INLINE uint32_t wide32_several(const int level, const reprod_type type, const int groups,
+                                      const void *const *contributions, int count, size_t j,
+                                      const distill_vector *sigma, const wide32_int *span,
+                                      const wide32_int *finite, const distill_mask *open,
+                                      distill_mask *fits, distill_vector *S, distill_vector *T)
+{
+#if WIDE32_SEVERAL_OUT_OF_LINE
+#define WIDE32_CALL(name) name(contributions, count, j, sigma, span, finite, open, fits, S, T)
+    if (type == REPROD_BFLOAT16)
+        return level == LEVEL_AVX512 ? WIDE32_CALL(wide32_several_bfloat16_avx512_2)
+                                     : WIDE32_CALL(wide32_several_bfloat16_avx2_2);
+    if (level == LEVEL_AVX512)
+        return groups > 1 ? WIDE32_CALL(wide32_several_avx512_2)
+                          : WIDE32_CALL(wide32_several_avx512_1);
+    if (level == LEVEL_AVX2)
+        return groups > 1 ? WIDE32_CALL(wide32_several_avx2_2) : WIDE32_CALL(wide32_several_avx2_1);
+    return groups > 1 ? WIDE32_CALL(wide32_several_generic_2)
+                      : WIDE32_CALL(wide32_several_generic_1);
+#undef WIDE32_CALL
+#else
+    return wide32_several_body(level, type, groups, contributions, count, j, sigma, span, finite,
+                               open, fits, S, T);
+#endif
+}
+
 /* (h) lane-wise (engine_wide32_sum) for `groups` vectors of 8 lanes from element j, given per
  * lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`:
  * all ones in fits[g] where it applies (and `open` holds) and its chain tells, its S + T
@@ -702,45 +806,8 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, con
         }
         return split;
     }
-    /* several levels: each lane takes the fewest whose limit its span fits (level i + 1 where
-     * the span exceeds level i's limit), the block the most any open lane takes; the loop is
-     * compiled for each count of levels, so that its accumulators stay in registers */
-    int32_t limits[ENGINE_SPLIT_LEVELS + 1];
-    for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
-        limits[k] = engine_wide32_split_limit(type, count, k);
-    wide32_int reach[DISTILL_GROUPS];
-    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
-    {
-        wide32_int open32;
-        reach[g] = ~((limits[ENGINE_SPLIT_LEVELS] - span[g]) >> 31) & finite[g];
-        distill_narrow(level, &open[g], &open32);
-        reach[g] &= open32;
-        distill_widen(level, &reach[g], &fits[g]);
-    }
-    int levels = 2; /* one more for each limit some lane in reach exceeds (independent tests) */
-    _Pragma("GCC unroll 4") for (int k = 2; k < ENGINE_SPLIT_LEVELS; k++)
-    {
-        wide32_int beyond = ((limits[k] - span[0]) >> 31) & reach[0];
-        if (groups > 1) beyond |= ((limits[k] - span[1]) >> 31) & reach[1];
-        levels += wide32_any(level, &beyond);
-    }
-#define WIDE32_DEEP(n) /* n levels, at most ENGINE_SPLIT_LEVELS */                                 \
-    wide32_deep(level, type, groups, contributions, count, j,                                      \
-                (n) < ENGINE_SPLIT_LEVELS ? (n) : ENGINE_SPLIT_LEVELS, sigma, span, limits, fits,  \
-                S, T)
-    if (levels == 2)
-        WIDE32_DEEP(2);
-    else if (levels == 3)
-        WIDE32_DEEP(3);
-    else if (levels == 4)
-        WIDE32_DEEP(4);
-    else
-        WIDE32_DEEP(5);
-#undef WIDE32_DEEP
-    split = 0;
-    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++) split |=
-        distill_bits_at(level, &fits[g]) << (DISTILL_WIDTH * g);
-    return split;
+    return wide32_several(level, type, groups, contributions, count, j, sigma, span, finite, open,
+                          fits, S, T);
 }
 
 /* The binary32 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
