@@ -2,8 +2,9 @@
  * ordered, chosen at run time.
  *
  * A bfloat16 widens to binary32 by a shift, a binary16 by vcvtph2ps; both are exact. The exact
- * kernel sums in binary64 like engine_avx2.c (inexact flag, else the scalar element path) and
- * rounds to nearest with a vector version of engine_round_value. The ordered kernel adds in
+ * kernel sums in binary64 like engine_avx2.c (inexact flag, else the span check and the
+ * binary32 tiers for bfloat16, the scalar element path for binary16) and rounds to nearest
+ * through a round-to-odd float (round_nearest8). The ordered kernel adds in
  * binary32 and rounds each sum to the 16-bit type: binary32 holds every 16-bit value and more
  * than 2p + 2 bits (p = 8, 11), so that double rounding equals one rounding of the exact sum.
  */
@@ -112,8 +113,8 @@ AVX2_FUNCTION static uint32_t bfloat16_span_check(const void *const *contributio
  * its blocks with lanes beyond the window go to the binary32 tiers on vectors (wide_chunk: a
  * bfloat16 is a binary32), which decide the block's other lanes alike. While most blocks are
  * beyond the window, the next chunk goes to the tiers whole, without the binary64 sums.
- * Infinities and NaNs: the element path. Nearest sums round with round_nearest_small, the
- * rest with engine_fast_finish. */
+ * Infinities and NaNs: the element path. Nearest sums round with round_nearest8, the rest
+ * with engine_fast_finish. */
 AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                              const void *const *contributions, int count,
                                              size_t element_count, uint16_t *result,
