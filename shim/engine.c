@@ -211,8 +211,8 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
             refused |= (uint32_t)(bad_lane[lane] != 0) << lane;
         if (refused)
             engine_wide32_generic(op, dir, contributions, count, j, 8, refused,
-                                  (const uint32_t *)max_lane, (const uint32_t *)min_lane, out, a,
-                                  general);
+                                  (const uint32_t *)max_lane, (const uint32_t *)min_lane, NULL, out,
+                                  a, general);
         for (int lane = 0; lane < 8; lane++) {
             size_t index = j + (size_t)lane;
             if (!bad_lane[lane])

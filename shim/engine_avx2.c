@@ -195,7 +195,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             if (bad_mask)
                 engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
-                                   all_exact ? NULL : largest + b, smallest + b, out, a, general);
+                                   all_exact ? NULL : largest + b, smallest + b, sum, out, a,
+                                   general);
             for (int lane = 0; lane < 16 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */

@@ -181,11 +181,11 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             }
             if (bad_mask & 0xffff)
                 engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
-                                     known, smallest + b, out, a, general);
+                                     known, smallest + b, sum, out, a, general);
             if (bad_mask >> 16)
                 engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
-                                     known ? known + 16 : NULL, smallest + b + 16, out + 16, a,
-                                     general);
+                                     known ? known + 16 : NULL, smallest + b + 16, sum + 16,
+                                     out + 16, a, general);
             for (int lane = 0; lane < 32 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1))

@@ -810,6 +810,85 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, con
                           fits, S, T);
 }
 
+/* (i)'s plain sums (engine_wide32_plain_sum) of `groups` vectors of 8 lanes from element j
+ * into s[g]: the even and odd terms of each group in two chains, as the per-element order has
+ * them (and the binary32 kernels' binary64 sums); four chains hide the adders' latency. */
+ALWAYS_INLINE void wide32_plain_sums(const int level, const reprod_type type, const int groups,
+                                     const void *const *contributions, int count, size_t j,
+                                     distill_vector *s)
+{
+    const distill_vector negative_zero = {-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0};
+    distill_vector even[DISTILL_GROUPS] = {negative_zero, negative_zero};
+    distill_vector odd[DISTILL_GROUPS] = {negative_zero, negative_zero};
+    int k = 0;
+    for (; k + 2 <= count; k += 2)
+        _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+        {
+            distill_vector x, y;
+            wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &x);
+            wide32_load_terms(level, type, contributions[k + 1], j + DISTILL_WIDTH * g, &y);
+            even[g] += x;
+            odd[g] += y;
+        }
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        if (k < count) {
+            distill_vector x;
+            wide32_load_terms(level, type, contributions[k], j + DISTILL_WIDTH * g, &x);
+            even[g] += x;
+        }
+        s[g] = even[g] + odd[g];
+    }
+}
+
+/* (i)'s test (engine_wide32_bounded) lane-wise on the plain sums s[g] of N = count >= 1 terms,
+ * given per lane the terms' largest binary32 magnitude bits `high`: all ones in bounded[g]
+ * where it decides and `open` holds. Returns those lanes as bits. */
+ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, reprod_op op,
+                                      reprod_rounding dir, const int groups, int count,
+                                      const distill_vector *s, const wide32_bits *high,
+                                      const distill_mask *open, distill_mask *bounded)
+{
+    const int cut = type == REPROD_BFLOAT16 ? 45 : 29; /* 53 - p fraction bits go */
+    const int32_t bias = 2 * engine_ceil_log2(count) + 846; /* B's field is F + bias */
+    const int64_t smallest = 897ll << 52, beyond = 1151ll << 52; /* 2^-126, 2^128 */
+    uint32_t decided = 0;
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
+    {
+        wide32_int field = (wide32_int)(high[g] >> 23);
+        field |= ((field - 1) >> 31) & 1; /* at least 1 */
+        field += bias;
+        distill_mask exponent;
+        distill_widen(level, &field, &exponent);
+        distill_vector bound = (distill_vector)(exponent << 52);
+        distill_vector lo = s[g] - bound, hi = s[g] + bound;
+        if (op == REPROD_AVG) {
+            lo = lo / (double)count;
+            hi = hi / (double)count;
+        }
+        distill_mask lo_bits = (distill_mask)lo, hi_bits = (distill_mask)hi;
+        distill_mask lo_magnitude = lo_bits & MAGNITUDE, hi_magnitude = hi_bits & MAGNITUDE;
+        distill_mask fit = ~MASK_NEGATIVE(lo_bits ^ hi_bits) & open[g];
+        fit &= ~MASK_NEGATIVE(lo_magnitude - smallest) & ~MASK_NEGATIVE(hi_magnitude - smallest);
+        fit &= MASK_NEGATIVE(lo_magnitude - beyond) & MASK_NEGATIVE(hi_magnitude - beyond);
+        distill_mask lo_add, hi_add; /* what rounding at bit `cut` adds before truncating */
+        if (dir == REPROD_ROUND_NEAREST) {
+            lo_add = (1ll << (cut - 1)) - 1 + ((lo_magnitude >> cut) & 1);
+            hi_add = (1ll << (cut - 1)) - 1 + ((hi_magnitude >> cut) & 1);
+        } else { /* away from zero: up for positive sums, down for negative ones */
+            distill_mask negative = MASK_NEGATIVE(lo_bits), away = negative & 0;
+            if (dir == REPROD_ROUND_UP) away = ~negative;
+            if (dir == REPROD_ROUND_DOWN) away = negative;
+            lo_add = hi_add = away & ((1ll << cut) - 1);
+        }
+        /* magnitudes below 2^63 - 2^52 where `fit` holds: no overflow */
+        fit &= MASK_ZERO(((lo_magnitude + lo_add) >> cut) ^ ((hi_magnitude + hi_add) >> cut));
+        bounded[g] = fit;
+        decided |= distill_bits_at(level, &bounded[g]) << (DISTILL_WIDTH * g);
+    }
+    return decided;
+}
+
 /* The binary32 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
  * to odd, then the hardware's conversion (engine_wide32_finish); all ones in *nonzero where S
  * is not zero (a zero sum's sign needs the terms). */
@@ -846,17 +925,45 @@ ALWAYS_INLINE void wide32_nearest_bfloat16(const int level, const distill_vector
     distill_narrow(level, &bf, rounded);
 }
 
-/* Binary32 lanes beyond the fast path's window, `groups` vectors of 8: (h) where the spread
- * allows, else (g): the binary64 cascade over the terms, judged by (c') (u: the smallest
- * term's float ulp), then up to ENGINE_DISTILL_PASSES passes of (e) judged by (c') on their
- * errors. Decided lanes round S + T to binary32 through the odd neighbour
- * (engine_wide32_finish), the hardware conversion when rounding a nonzero sum to nearest.
- * engine_wide32_sum lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or NULL. */
-ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                               int count, size_t j, const int level, const reprod_type type,
-                               const int groups, uint32_t refused, const uint32_t *largest,
-                               const uint32_t *smallest, uint32_t *out,
-                               struct engine_accumulator *a, size_t *general)
+/* (i) for the `open` lanes of `groups` vectors from element j, from the plain sums at `sums`
+ * (NULL: sum the terms here): the lanes it decides get S_done = s (T_done stays 0) and leave
+ * `open`. Returns them as bits. */
+ALWAYS_INLINE uint32_t wide32_bounded_lanes(const int level, const reprod_type type, reprod_op op,
+                                            reprod_rounding dir, const int groups,
+                                            const void *const *contributions, int count, size_t j,
+                                            const double *sums, const wide32_bits *high,
+                                            distill_mask *open, distill_vector *S_done)
+{
+    distill_vector s[DISTILL_GROUPS];
+    distill_mask bounded[DISTILL_GROUPS];
+    if (sums)
+        memcpy(s, sums, (size_t)groups * sizeof s[0]);
+    else
+        wide32_plain_sums(level, type, groups, contributions, count, j, s);
+    uint32_t done = wide32_bounded(level, type, op, dir, groups, count, s, high, open, bounded);
+    _Pragma("GCC unroll 2") for (int g = 0; g < groups && done; g++)
+    {
+        DISTILL_SELECT(S_done[g], s[g], bounded[g]);
+        open[g] &= ~bounded[g];
+    }
+    return done;
+}
+
+/* Binary32 lanes beyond the fast path's window, `groups` vectors of 8: (i) where the plain
+ * sum's bound decides, (h) where the spread allows, else (g): the binary64 cascade over the
+ * terms, judged by (c') (u: the smallest term's float ulp), then up to ENGINE_DISTILL_PASSES
+ * passes of (e) judged by (c') on their errors. Decided lanes round S + T to binary32 through
+ * the odd neighbour (engine_wide32_finish), the hardware conversion when rounding a nonzero sum
+ * to nearest: engine_exact_wide32 lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or
+ * NULL; `sums`: NULL, or the lanes' plain sums for (i). (i) runs before (h) when
+ * bounded_first, else after it for the lanes (h) leaves: the lanes decided are the same
+ * ((i), (h) or (g)), only the work differs. Returns the lanes (i) decided when it ran first. */
+ALWAYS_INLINE uint32_t wide32_body(reprod_op op, reprod_rounding dir,
+                                   const void *const *contributions, int count, size_t j,
+                                   const int level, const reprod_type type, const int groups,
+                                   uint32_t refused, const uint32_t *largest,
+                                   const uint32_t *smallest, const double *sums, int bounded_first,
+                                   uint32_t *out, struct engine_accumulator *a, size_t *general)
 {
     uint32_t undecided = refused;
     distill_vector S_done[DISTILL_GROUPS], T_done[DISTILL_GROUPS];
@@ -886,7 +993,11 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             high[g] += up & ~(wide32_bits)((wide32_int)up >> 31);
             smallest32[g] += down & (wide32_bits)((wide32_int)down >> 31);
         }
-    if (count >= 1) { /* (h): the split sums, for lanes whose spread allows them */
+    uint32_t first = 0; /* (i): the plain sum, where its bound decides */
+    if (count >= 1 && bounded_first)
+        undecided &= ~(first = wide32_bounded_lanes(level, type, op, dir, groups, contributions,
+                                                    count, j, sums, high, open, S_done));
+    if (count >= 1 && undecided) { /* (h): the split sums, for lanes whose spread allows them */
         distill_mask fits[DISTILL_GROUPS];
         distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
         uint32_t split = wide32_split(level, type, groups, contributions, count, j, high,
@@ -899,6 +1010,9 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
         }
         undecided &= ~split;
     }
+    if (count >= 1 && undecided && !bounded_first)
+        undecided &= ~wide32_bounded_lanes(level, type, op, dir, groups, contributions, count, j,
+                                           sums, high, open, S_done);
     if (undecided && count <= ENGINE_DISTILL_TERMS) {
         distill_vector v[ENGINE_DISTILL_TERMS][DISTILL_GROUPS];
         distill_mask low[DISTILL_GROUPS];
@@ -1001,67 +1115,97 @@ ALWAYS_INLINE void wide32_body(reprod_op op, reprod_rounding dir, const void *co
             out[lane] = (uint32_t)engine_exact_element(type, op, dir, contributions, count, index,
                                                        1, a, general);
     }
+    return first;
 }
 
-/* (h), else (g), for every lane of elements [j, j + length) (a multiple of 16) of binary32 or
- * bfloat16 (type), given each lane's largest and smallest (indexed from j): a chunk the kernel
- * expects mostly beyond its window. Results go to `result` (of the type) 16 at a time once
- * their inputs are read; a block that (h) decides whole, rounding a nonzero sum (bfloat16: a
- * normal one) to nearest, skips the rest of the tier. */
+/* Blocks of a chunk that skip running (i) first after one where it decided fewer than half
+ * the lanes (cancelling data: (h) decides them, and (i) first would cost 40% more there); (i)
+ * still runs for what (h) leaves. */
+#define WIDE32_SKIP 8
+
+/* Round a block of 16 exact sums S + T (|T| at most half an ulp of S) to nearest and store
+ * them at element j of `result` (binary32, or bfloat16: type): 1, or 0 with nothing stored
+ * when a lane needs engine_wide32_finish (a zero sum; bfloat16: one outside its normal
+ * range). One store per half: a 64-byte copy of the pair went through the stack, and its load
+ * stalled on the two 32-byte stores (store forwarding). */
+ALWAYS_INLINE int wide32_store_nearest(const int level, const reprod_type type,
+                                       const distill_vector *S, const distill_vector *T,
+                                       void *result, size_t j)
+{
+    if (type == REPROD_BFLOAT16) {
+        typedef uint16_t halves __attribute__((vector_size(16)));
+        wide32_int rounded[DISTILL_GROUPS];
+        distill_mask normal[DISTILL_GROUPS];
+        wide32_nearest_bfloat16(level, &S[0], &T[0], &rounded[0], &normal[0]);
+        wide32_nearest_bfloat16(level, &S[1], &T[1], &rounded[1], &normal[1]);
+        normal[0] &= normal[1];
+        if (distill_bits_at(level, &normal[0]) != 0xff) return 0;
+        halves h0 = __builtin_convertvector(rounded[0], halves);
+        halves h1 = __builtin_convertvector(rounded[1], halves);
+        memcpy((uint16_t *)result + j, &h0, sizeof h0);
+        memcpy((uint16_t *)result + j + DISTILL_WIDTH, &h1, sizeof h1);
+        return 1;
+    }
+    wide32_floats rounded[DISTILL_GROUPS];
+    distill_mask nonzero[DISTILL_GROUPS];
+    wide32_nearest(level, &S[0], &T[0], &rounded[0], &nonzero[0]);
+    wide32_nearest(level, &S[1], &T[1], &rounded[1], &nonzero[1]);
+    nonzero[0] &= nonzero[1];
+    if (distill_bits_at(level, &nonzero[0]) != 0xff) return 0;
+    memcpy((float *)result + j, &rounded[0], sizeof rounded[0]);
+    memcpy((float *)result + j + DISTILL_WIDTH, &rounded[1], sizeof rounded[1]);
+    return 1;
+}
+
+/* (i), else (h), else (g), for every lane of elements [j, j + length) (a multiple of 16) of
+ * binary32 or bfloat16 (type), given each lane's largest and smallest (indexed from j): a
+ * chunk the kernel expects mostly beyond its window. Results go to `result` (of the type) 16
+ * at a time once their inputs are read; a block that (i), or else (h), decides whole,
+ * rounding a nonzero sum (bfloat16: a normal one) to nearest, skips the rest of the tier. */
 ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,
                                 int count, size_t j, size_t length, const int level,
                                 const reprod_type type, const uint32_t *largest,
                                 const uint32_t *smallest, void *result,
                                 struct engine_accumulator *a, size_t *general)
 {
-    typedef uint16_t halves __attribute__((vector_size(16)));
     const int nearest_sum = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && count >= 1;
+    int skip = 0; /* blocks to go before (i) runs first again (it decided too few lanes) */
     for (size_t b = 0; b < length; b += 2 * DISTILL_WIDTH) {
+        const int bounded_first = skip == 0;
+        skip -= skip > 0;
+        distill_vector plain[DISTILL_GROUPS];
+        const double *sums = NULL;
+        uint32_t first = 0, stored = 0;
         if (nearest_sum) {
             wide32_bits high[DISTILL_GROUPS], low[DISTILL_GROUPS];
             memcpy(high, largest + b, sizeof high);
             memcpy(low, smallest + b, sizeof low);
             distill_mask open[DISTILL_GROUPS], fits[DISTILL_GROUPS];
-            distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS];
+            distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS] = {{0}};
             open[0] = open[1] = (distill_mask){0} - 1;
-            uint32_t split = wide32_split(level, type, 2, contributions, count, j + b, high, low,
-                                          open, fits, S, T);
-            if (split == 0xffff && type == REPROD_BFLOAT16) {
-                wide32_int rounded[DISTILL_GROUPS];
-                distill_mask normal[DISTILL_GROUPS];
-                wide32_nearest_bfloat16(level, &S[0], &T[0], &rounded[0], &normal[0]);
-                wide32_nearest_bfloat16(level, &S[1], &T[1], &rounded[1], &normal[1]);
-                normal[0] &= normal[1];
-                if (distill_bits_at(level, &normal[0]) == 0xff) {
-                    halves h0 = __builtin_convertvector(rounded[0], halves);
-                    halves h1 = __builtin_convertvector(rounded[1], halves);
-                    memcpy((uint16_t *)result + j + b, &h0, sizeof h0);
-                    memcpy((uint16_t *)result + j + b + DISTILL_WIDTH, &h1, sizeof h1);
-                    continue;
-                }
-            } else if (split == 0xffff) {
-                wide32_floats rounded[DISTILL_GROUPS];
-                distill_mask nonzero[DISTILL_GROUPS];
-                wide32_nearest(level, &S[0], &T[0], &rounded[0], &nonzero[0]);
-                wide32_nearest(level, &S[1], &T[1], &rounded[1], &nonzero[1]);
-                nonzero[0] &= nonzero[1];
-                if (distill_bits_at(level, &nonzero[0]) == 0xff) {
-                    /* one store per half: a 64-byte copy of the pair went through the stack,
-                     * its load stalled on the two 32-byte stores (store forwarding) */
-                    memcpy((float *)result + j + b, &rounded[0], sizeof rounded[0]);
-                    memcpy((float *)result + j + b + DISTILL_WIDTH, &rounded[1], sizeof rounded[1]);
-                    continue;
-                }
+            if (bounded_first) {
+                wide32_plain_sums(level, type, 2, contributions, count, j + b, plain);
+                sums = (const double *)plain;
+                first = wide32_bounded(level, type, op, dir, 2, count, plain, high, open, fits);
+                stored = first == 0xffff && wide32_store_nearest(level, type, plain, T, result, j + b);
             }
+            stored = stored || (wide32_split(level, type, 2, contributions, count, j + b, high, low,
+                                             open, fits, S, T) == 0xffff &&
+                                wide32_store_nearest(level, type, S, T, result, j + b));
         }
-        uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
-        wide32_body(op, dir, contributions, count, j + b, level, type, 2, 0xffff, largest + b,
-                    smallest + b, out, a, general);
-        if (type == REPROD_BFLOAT16)
-            for (int lane = 0; lane < 2 * DISTILL_WIDTH; lane++)
-                ((uint16_t *)result)[j + b + (size_t)lane] = (uint16_t)out[lane];
-        else
-            memcpy((float *)result + j + b, out, sizeof out);
+        if (!stored) {
+            uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
+            uint32_t body_first = wide32_body(op, dir, contributions, count, j + b, level, type, 2,
+                                              0xffff, largest + b, smallest + b, sums,
+                                              bounded_first, out, a, general);
+            first = nearest_sum ? first : body_first;
+            if (type == REPROD_BFLOAT16)
+                for (int lane = 0; lane < 2 * DISTILL_WIDTH; lane++)
+                    ((uint16_t *)result)[j + (size_t)b + (size_t)lane] = (uint16_t)out[lane];
+            else
+                memcpy((float *)result + j + b, out, sizeof out);
+        }
+        if (bounded_first && __builtin_popcount(first) < DISTILL_WIDTH) skip = WIDE32_SKIP;
     }
 }
 
@@ -1087,15 +1231,15 @@ DISTILL_LEVEL(engine_distill_float64_generic, )
 #define WIDE32_LEVEL(name, target, level, type)                                                    \
     target void name(reprod_op op, reprod_rounding dir, const void *const *contributions,          \
                      int count, size_t j, int lanes, uint32_t refused, const uint32_t *largest,    \
-                     const uint32_t *smallest, uint32_t *out, struct engine_accumulator *a,        \
-                     size_t *general)                                                              \
+                     const uint32_t *smallest, const double *sums, uint32_t *out,                  \
+                     struct engine_accumulator *a, size_t *general)                                \
     {                                                                                              \
         if (lanes == 16)                                                                           \
             wide32_body(op, dir, contributions, count, j, level, type, 2, refused, largest,        \
-                        smallest, out, a, general);                                                \
+                        smallest, sums, 1, out, a, general);                                       \
         else                                                                                       \
             wide32_body(op, dir, contributions, count, j, level, type, 1, refused, largest,        \
-                        smallest, out, a, general);                                                \
+                        smallest, sums, 1, out, a, general);                                       \
     }
 
 #define WIDE32_CHUNK(name, target, level, type)                                                    \

@@ -790,6 +790,81 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
     return 0;
 }
 
+/* (i) Before (h) and (g), and enough for nearly every element they would get: the plain
+ *     binary64 sum s of the terms (the even-indexed and the odd-indexed ones in two sums from
+ *     -0, then those two added: the vector code's order too) lies within beta of the exact sum
+ *     x, beta <= gamma_{N-1} sum |x_k| (Higham, any order) < 2^L 2^-53 (1 + 2^-20) 2^(e + L) <
+ *     2^(e + 2L - 52), with |x_k| < 2^e as in (h). Let B = 2^(e + 2L - 51), lo = fl(s - B) and
+ *     hi = fl(s + B): each errs by at most half an ulp of a number below 2^(e + L + 1), at most
+ *     2^(e + L - 52) <= B - beta, so lo <= x, s <= hi. Rounding to the type (binary32, or
+ *     bfloat16: p = 24 or 8) in direction dir is monotone, so when it takes lo and hi to the same
+ *     value it takes every number between them there, x and s too: S = s, T = 0 serve
+ *     engine_wide32_finish. The test rounds the magnitudes' bits to p bits in the integers
+ *     (truncating, adding all ones below, or half of that and the last kept bit: toward zero,
+ *     away, to nearest even) and compares them, for lo and hi of one sign with magnitudes in
+ *     binary32's normal range [2^-126, 2^128) (where the grid of p bits is the type's; zero,
+ *     infinite and NaN sums fail). An average tests fl(lo / N) and fl(hi / N) instead, which
+ *     bracket x / N and s / N (for L >= 1 the margin above, (B - beta - 2^(e + L - 52)) / N >=
+ *     2^(e + L - 52) (2^L - 1) / N, covers the division's half ulp 2^(e + L - 52) / N);
+ *     engine_round_quotient then rounds s / N. It refuses a sum within about N^2 2^-50 of the
+ *     largest term from a midpoint (to nearest) or from one of the type's values (directed: so
+ *     every sum that one term dominates by more than 29 binades), or cancelling below about
+ *     N^2 2^-26 of it: those go on to (h) and (g). Two operations a term, the same for every
+ *     element. */
+
+/* (i)'s binary64 sum s of element `index`, and its terms' largest binary32 magnitude bits. */
+ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *const *contributions,
+                                               int count, size_t index, uint32_t *largest)
+{
+    double even = -0.0, odd = -0.0;
+    uint32_t high = 0;
+    for (int k = 0; k < count; k++) {
+        uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
+        uint32_t magnitude = bits & 0x7fffffffu;
+        high = magnitude > high ? magnitude : high;
+        double x = (double)engine_float_from_bits(bits);
+        if (k & 1)
+            odd += x;
+        else
+            even += x;
+    }
+    *largest = high;
+    return even + odd;
+}
+
+/* Whether (i) decides the element whose plain sum is s (engine_wide32_plain_sum) in direction
+ * dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the type. */
+ENGINE_FUNCTION int engine_wide32_bounded(reprod_type type, reprod_op op, reprod_rounding dir,
+                                          double s, uint32_t largest, int count)
+{
+    int64_t field = (int64_t)(largest >> 23);
+    if (field < 1) field = 1;
+    int l = engine_ceil_log2(count);
+    /* B = 2^(e + 2L - 51), e = F - 126: the double of field F + 2L + 846 */
+    double bound = engine_double_from_bits((uint64_t)(field + 2 * l + 846) << 52);
+    double lo = s - bound, hi = s + bound;
+    if (op == REPROD_AVG) {
+        lo /= count;
+        hi /= count;
+    }
+    const int cut = type == REPROD_BFLOAT16 ? 45 : 29; /* 53 - p fraction bits go */
+    uint64_t lo_bits = engine_double_bits(lo), hi_bits = engine_double_bits(hi);
+    uint64_t lo_magnitude = lo_bits & 0x7fffffffffffffffull;
+    uint64_t hi_magnitude = hi_bits & 0x7fffffffffffffffull;
+    const uint64_t smallest = 897ull << 52, beyond = 1151ull << 52; /* 2^-126, 2^128 */
+    if ((lo_bits ^ hi_bits) >> 63 || lo_magnitude < smallest || hi_magnitude < smallest ||
+        lo_magnitude >= beyond || hi_magnitude >= beyond)
+        return 0;
+    uint64_t lo_add, hi_add; /* what rounding at bit `cut` adds before truncating */
+    if (dir == REPROD_ROUND_NEAREST) {
+        lo_add = (1ull << (cut - 1)) - 1 + ((lo_magnitude >> cut) & 1);
+        hi_add = (1ull << (cut - 1)) - 1 + ((hi_magnitude >> cut) & 1);
+    } else {
+        lo_add = hi_add = engine_rounds_away(dir, (int)(lo_bits >> 63)) ? (1ull << cut) - 1 : 0;
+    }
+    return (lo_magnitude + lo_add) >> cut == (hi_magnitude + hi_add) >> cut;
+}
+
 /* The binary32 (or bfloat16: type) result of element `index` from its exact sum S + T (see
  * (g)); 0 when an average needs the general path. Round to odd serves bfloat16 as binary32:
  * 53 >= 8 + 2. */
@@ -822,14 +897,21 @@ ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_
     return 1;
 }
 
-/* Binary32 or bfloat16 element `index` beyond the fast path's window, by (h) or (g): 1 with
- * its bits, 0 when the general path must decide. */
+/* Binary32 or bfloat16 element `index` beyond the fast path's window, by (i), (h) or (g): 1
+ * with its bits, 0 when the general path must decide. */
 ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_rounding dir,
                                         const void *const *contributions, int count, size_t index,
                                         uint64_t *bits_out)
 {
     double S, T;
     if (type != REPROD_FLOAT32 && type != REPROD_BFLOAT16) return 0;
+    if (count >= 1) { /* (i) */
+        uint32_t largest;
+        double s = engine_wide32_plain_sum(type, contributions, count, index, &largest);
+        if (engine_wide32_bounded(type, op, dir, s, largest, count))
+            return engine_wide32_finish(type, op, dir, s, 0.0, contributions, count, index,
+                                        bits_out);
+    }
     if (!engine_wide32_sum(type, contributions, count, index, &S, &T)) return 0;
     return engine_wide32_finish(type, op, dir, S, T, contributions, count, index, bits_out);
 }

@@ -38,15 +38,19 @@ typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
 
-/* Binary32 lanes beyond the fast path's window (engine_inner.h (g), (h)): the lanes in
- * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (h),
- * (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
+/* Binary32 lanes beyond the fast path's window (engine_inner.h (i), (h), (g)): the lanes in
+ * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (i),
+ * (h), (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
  * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
- * which a kernel's span check has found already. One per kernel level (engine_distill.c). */
+ * which a kernel's span check has found already. `sums`: NULL, or per lane the binary64 sum of
+ * its terms in (i)'s order (engine_wide32_plain_sum: the even and the odd terms apart, from -0,
+ * then added), which a kernel has as its window's sums. One per kernel level
+ * (engine_distill.c). */
 typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
                               int count, size_t j, int lanes, uint32_t refused,
-                              const uint32_t *largest, const uint32_t *smallest, uint32_t *out,
-                              struct engine_accumulator *a, size_t *general);
+                              const uint32_t *largest, const uint32_t *smallest,
+                              const double *sums, uint32_t *out, struct engine_accumulator *a,
+                              size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and

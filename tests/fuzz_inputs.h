@@ -362,6 +362,7 @@ static const struct {
     {"wide-boundary", recipe_wide_boundary},
     {"deep-cancel", recipe_deep_cancel},
     {"split-edge", recipe_split_edge},
+    {"plain-edge", oracle_gen_plain_edge},
 };
 
 #define FUZZ_RECIPES ((int)(sizeof fuzz_recipes / sizeof fuzz_recipes[0]))

@@ -246,4 +246,31 @@ static inline void rng_shuffle(struct rng *r, uint64_t *v, int n)
     }
 }
 
+/* ---- Inputs shared by the unit tests and the fuzzer --------------------------------------- */
+
+/* Sums within a few binary64 ulps of a rounding boundary, the edge of engine_inner.h (i): a
+ * value P with one bit more than the format (one of its values, or a midpoint between two) as
+ * two terms, then pairs x, -(x + ulp(x)) below P, which cancel to -ulp(x) exactly but round in
+ * a binary64 sum when x lies far enough below P (binary32: 30 binades and more), and for an odd
+ * N a tiny last term; shuffled. Any format (the binary64 path sees the same boundaries). */
+static inline void oracle_gen_plain_edge(const struct tfmt *f, struct rng *r, int n,
+                                         uint64_t *terms)
+{
+    int top = tf_max_field(f), deepest = 2 * (53 - f->p) + 20;
+    int field = rng_range(r, top / 2, top - 1), negative = (int)(rng_next(r) & 1);
+    terms[0] = tf_make(f, negative, field, rng_next(r));
+    if (n >= 2) /* half an ulp of terms[0] (P a midpoint), or nothing */
+        terms[1] = (rng_next(r) & 1) && field > f->p ? tf_make(f, negative, field - f->p, 0) : 0;
+    for (int k = 2; k + 1 < n; k += 2) {
+        int below = field - rng_range(r, 1, deepest);
+        uint64_t x = tf_make(f, (int)(rng_next(r) & 1), below >= 1 ? below : rng_range(r, 1, 3),
+                             rng_next(r));
+        terms[k] = x;
+        terms[k + 1] = (x ^ tf_sign(f)) + 1; /* -(x + ulp(x)): the magnitude one step up */
+    }
+    if (n >= 3 && n % 2 == 1)
+        terms[n - 1] = (rng_next(r) & 1) ? tf_make(f, (int)(rng_next(r) & 1), 1, rng_next(r)) : 0;
+    rng_shuffle(r, terms, n);
+}
+
 #endif /* REPROD_TEST_ENGINE_ORACLE_H */

@@ -930,6 +930,70 @@ Test(engine, bfloat16_beyond_the_window_sums_as_binary32)
     free(c.terms);
 }
 
+/* Binary32 and bfloat16 elements beyond the window decided by the plain binary64 sum and its
+ * bound (engine_inner.h (i)): sums a few binary64 ulps from a rounding boundary
+ * (oracle_gen_plain_edge) through every path against MPFR; then (i) itself: whatever it
+ * accepts, in any direction and op, rounds as MPFR says (with the bound 2^10 times too small
+ * this fails), it accepts and refuses such elements both, and it decides nearly every element
+ * of terms spread over +-60 binades to nearest (the common case it is for). */
+Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
+{
+    static const int ns[] = {2, 3, 5, 8, 17, 64};
+    const reprod_type types[] = {REPROD_FLOAT32, REPROD_BFLOAT16};
+    for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
+            run_generated("plain-edge", types[t], ns[s], 160, oracle_gen_plain_edge, 41);
+    for (int t = 0; t < 2; t++) {
+        const struct tfmt *f = &test_formats[types[t]];
+        struct rng r = {42};
+        int accepted = 0, refused = 0, spread_accepted = 0;
+        for (int i = 0; i < 3000; i++) {
+            int n = ns[i % (sizeof ns / sizeof ns[0])];
+            uint64_t terms[64];
+            const void *pointers[64];
+            oracle_gen_plain_edge(f, &r, n, terms);
+            for (int k = 0; k < n; k++)
+                pointers[k] = &terms[k];
+            uint32_t largest;
+            double s = engine_wide32_plain_sum(types[t], pointers, n, 0, &largest);
+            for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
+                for (int dir = 0; dir < 4; dir++) {
+                    uint64_t bits = 0;
+                    if (!engine_wide32_bounded(types[t], (reprod_op)op, (reprod_rounding)dir, s,
+                                               largest, n)) {
+                        refused++;
+                        continue;
+                    }
+                    accepted++;
+                    cr_assert(engine_wide32_finish(types[t], (reprod_op)op, (reprod_rounding)dir,
+                                                   s, 0.0, pointers, n, 0, &bits));
+                    uint64_t expected =
+                        oracle_exact(types[t], (reprod_op)op, (reprod_rounding)dir, terms, n);
+                    if (bits != expected) {
+                        for (int k = 0; k < n; k++)
+                            fprintf(stderr, " %#llx", (unsigned long long)terms[k]);
+                        cr_assert_fail("(i) %s %s %s N=%d: %#llx, MPFR %#llx (s = %a)", f->name,
+                                       test_op_names[op], test_rounding_names[dir], n,
+                                       (unsigned long long)bits, (unsigned long long)expected, s);
+                    }
+                }
+            /* spread over +-60 binades around 2^0, any signs, N = 8 */
+            for (int k = 0; k < 8; k++) {
+                terms[k] = tf_make(f, (int)(rng_next(&r) & 1), f->bias + rng_range(&r, -60, 60),
+                                   rng_next(&r));
+                pointers[k] = &terms[k];
+            }
+            s = engine_wide32_plain_sum(types[t], pointers, 8, 0, &largest);
+            spread_accepted += engine_wide32_bounded(types[t], REPROD_SUM, REPROD_ROUND_NEAREST,
+                                                     s, largest, 8);
+        }
+        cr_expect_gt(accepted, 3000, "%s: (i) accepted %d edge cases", f->name, accepted);
+        cr_expect_gt(refused, 3000, "%s: (i) refused %d edge cases", f->name, refused);
+        cr_expect_geq(spread_accepted, 2990, "%s: (i) decided %d of 3000 spread elements",
+                      f->name, spread_accepted);
+    }
+}
+
 Test(engine, exact_many_contributions_across_blocks_of_elements)
 {
     /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
