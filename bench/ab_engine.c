@@ -8,7 +8,7 @@
  *
  *   make build/bench/ab_engine
  *   cp build/libreprod_shim.so /tmp/before.so   # then change, rebuild
- *   build/bench/ab_engine /tmp/before.so build/libreprod_shim.so float64 200 65536 [cancel]
+ *   build/bench/ab_engine /tmp/before.so build/libreprod_shim.so float64 200 65536 [cancel] [N=64]
  *
  * Data as bench_engine's "spread" rows: each contribution's exponent uniform in +-spread
  * binades around gradient-like values; "cancel": the last contribution cancels the others.
@@ -26,7 +26,7 @@
 
 #define ROUNDS 41 /* samples per build; the median is reported */
 #define CALLS  20 /* calls per sample */
-#define N      8  /* contributions */
+#define MAX_N  256 /* contributions at most (N=... on the command line; 8 unless said) */
 
 typedef int exact_fn(reprod_type, reprod_op, reprod_rounding, const void *const[], int, size_t,
                      void *);
@@ -63,16 +63,24 @@ int main(int argc, char **argv)
 {
     if (argc < 6) {
         fprintf(stderr, "usage: ab_engine A.so B.so float64|float32|bfloat16 spread count "
-                        "[cancel]\n");
+                        "[cancel] [N=contributions]\n");
         return 2;
     }
     exact_fn *a = load(argv[1]), *b = load(argv[2]);
     reprod_type type = strcmp(argv[3], "float64") == 0   ? REPROD_FLOAT64
                        : strcmp(argv[3], "float32") == 0 ? REPROD_FLOAT32
                                                          : REPROD_BFLOAT16;
-    int spread = atoi(argv[4]), cancel = argc > 6 && strcmp(argv[6], "cancel") == 0;
+    int spread = atoi(argv[4]), cancel = 0, N = 8;
+    for (int i = 6; i < argc; i++) {
+        cancel |= strcmp(argv[i], "cancel") == 0;
+        if (strncmp(argv[i], "N=", 2) == 0) N = atoi(argv[i] + 2);
+    }
+    if (N < 1 || N > MAX_N) {
+        fprintf(stderr, "ab_engine: N from 1 to %d\n", MAX_N);
+        return 2;
+    }
     size_t count = strtoul(argv[5], NULL, 10);
-    void *in[N];
+    void *in[MAX_N];
     double *partial = calloc(count, sizeof(double));
     uint64_t state = 0x5eed;
     for (int k = 0; k < N; k++) {
@@ -102,7 +110,7 @@ int main(int argc, char **argv)
         time_b[r] = (t2 - t1) / CALLS / (double)count;
     }
     double median_a = median(time_a, ROUNDS), median_b = median(time_b, ROUNDS);
-    printf("%s %s+-%d count %zu: A %.3f ns an element, B %.3f, B/A %.3f\n", argv[3],
+    printf("%s N=%d %s+-%d count %zu: A %.3f ns an element, B %.3f, B/A %.3f\n", argv[3], N,
            cancel ? "cancel" : "spread", spread, count, median_a, median_b, median_b / median_a);
     for (int k = 0; k < N; k++)
         free(in[k]);

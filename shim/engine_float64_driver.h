@@ -24,6 +24,7 @@
  */
 
 #define FLOAT64_QUIET 4
+#define FLOAT64_FAR   (8u << 20) /* inputs of more bytes than this are prefetched */
 
 FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                                        const void *const *contributions, int count,
@@ -134,6 +135,10 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
         return j;
     }
     FLOAT64_STATE x[FLOAT64_BLOCK / W];
+    /* Inputs beyond the caches: each line of the next block is prefetched as the same line of
+     * this block is read (the hardware's prefetcher loses track of many streams read 2 KiB at a
+     * time: N = 64 out of cache took 1.35 times as long without); in cache that costs 8%. */
+    const int far = element_count * (size_t)count * sizeof(double) > FLOAT64_FAR;
     while (j + PAIR <= element_count) {
         size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
         length &= ~(size_t)(PAIR - 1);
@@ -144,9 +149,12 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
             int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
             for (int v = 0; v < vectors; v++) {
                 FLOAT64_STATE y = x[v];
-                for (int g = 0; g < group; g++)
-                    float64_add(&y, (const double *)contributions[k + g] + j + W * (size_t)v, NULL,
-                                1);
+                for (int g = 0; g < group; g++) {
+                    const double *p = (const double *)contributions[k + g] + j + W * (size_t)v;
+                    if (far && (W * sizeof(double) >= 64 || (v & 1) == 0))
+                        __builtin_prefetch(p + FLOAT64_BLOCK, 0, 2); /* into L2 */
+                    float64_add(&y, p, NULL, 1);
+                }
                 x[v] = y;
             }
         }
