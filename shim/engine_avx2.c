@@ -142,7 +142,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
         inexact_clear();
         for (size_t b = 0; b < length; b += 16) {
             /* Two partial sums per lane (even and odd contributions) halve the chain of
-             * dependent additions; a partial sum is a sum of a subset, exact by either proof. */
+             * dependent additions; a partial sum is a sum of a subset, exact by either proof.
+             * Beyond the window the tier's plain test (engine_inner.h (i)) takes these sums:
+             * their order is its order. */
             __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m256d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
             int k = 0;

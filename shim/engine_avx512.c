@@ -135,7 +135,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
         int wide_groups = 0;
         inexact_clear();
         for (size_t b = 0; b < length; b += 32) {
-            /* Even and odd contributions in separate partial sums (subsets: still exact). */
+            /* Even and odd contributions in separate partial sums (subsets: still exact): the
+             * order of engine_inner.h (i), whose plain test takes these sums beyond the window. */
             __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m512d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
             int k = 0;
