@@ -77,6 +77,7 @@ static const struct bench_case cases[] = {
     {REPROD_FLOAT64, "float64", 2, 1u << 20, SHAPE_GRADIENT, 0, 1, 0},
     {REPROD_BFLOAT16, "bfloat16", 8, 1u << 20, SHAPE_GRADIENT, 0, 1, 0},
     {REPROD_FLOAT16, "float16", 8, 1u << 20, SHAPE_GRADIENT, 0, 1, 0},
+    {REPROD_FLOAT32, "float32", 64, 1u << 20, SHAPE_GRADIENT, 0, 1, 0}, /* many streams */
 };
 
 /* A binary64 value of the case's shape (contribution k of n; `partial` is the running sum

@@ -32,6 +32,7 @@ int engine_cpu_has_avx2(void)
 /* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the
  * second pass. */
 #define FLOAT32_CHUNK  256
+#define FLOAT32_FAR    (8u << 20) /* inputs of more bytes are prefetched (engine_avx512.c) */
 #define FLOAT64_DIRECT 16  /* up to this many contributions, no blocking (binary64) */
 #define FLOAT64_BLOCK  256 /* elements whose states stay in L1 (10 KiB) while ... */
 #define FLOAT64_GROUP  8   /* ... this many contributions at a time stream through them */
@@ -57,13 +58,14 @@ static inline int inexact_raised(const double *sums)
  * the fast window or holds an infinity or NaN. The doubled magnitude (sign shifted out) feeds an
  * unsigned max, and it minus one an unsigned min, so that zeros (all ones) never win. */
 AVX2_FUNCTION static int float32_span_check(const void *const *contributions, int count, size_t j,
-                                            uint32_t *largest, uint32_t *smallest)
+                                            uint32_t *largest, uint32_t *smallest, int far)
 {
     const __m256i one = _mm256_set1_epi32(1);
     __m256i max0 = _mm256_setzero_si256(), max1 = max0;
     __m256i min0 = _mm256_set1_epi32(-1), min1 = min0;
     for (int k = 0; k < count; k++) {
         const float *p = (const float *)contributions[k] + j;
+        if (far) __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
         __m256i b0 = _mm256_loadu_si256((const __m256i *)p);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 8));
         b0 = _mm256_add_epi32(b0, b0);
@@ -123,6 +125,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
     int wide = 0; /* the last chunk was mostly beyond the window, as in engine_avx512.c */
+    const int far = count > 16 && element_count * (size_t)count * sizeof(float) > FLOAT32_FAR;
     while (j + 16 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)15;
@@ -131,7 +134,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             int wide_groups = 0;
             for (size_t b = 0; b < length; b += 16)
                 wide_groups +=
-                    float32_span_check(contributions, count, j + b, largest + b, smallest + b) != 0;
+                    float32_span_check(contributions, count, j + b, largest + b, smallest + b,
+                                       far) != 0;
             wide = 2 * (size_t)wide_groups > length / 16;
             engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, largest, smallest,
                                      result, a, general);
@@ -151,6 +155,10 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             for (; k + 2 <= count; k += 2) {
                 const float *p = (const float *)contributions[k] + j + b;
                 const float *q = (const float *)contributions[k + 1] + j + b;
+                if (far) { /* the same lines a chunk ahead, into L2 */
+                    __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
+                    __builtin_prefetch(q + FLOAT32_CHUNK, 0, 2);
+                }
                 s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
                 s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
                 s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
@@ -162,6 +170,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             if (k < count) {
                 const float *p = (const float *)contributions[k] + j + b;
+                if (far) __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
                 s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
                 s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
                 s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
@@ -181,7 +190,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             const double *sum = sums + b;
             int bad_mask = all_exact ? float32_nonfinite(sum)
                                      : float32_span_check(contributions, count, j + b, largest + b,
-                                                          smallest + b);
+                                                          smallest + b, 0);
             wide_groups += bad_mask != 0;
             uint32_t out[16];
             if (vector_store) {
