@@ -24,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#define ROUNDS 41 /* samples per build; the median is reported */
-#define CALLS  20 /* calls per sample */
+#define ROUNDS 41  /* samples per build; the median is reported */
+#define CALLS  20  /* calls per sample */
 #define MAX_N  256 /* contributions at most (N=... on the command line; 8 unless said) */
 
 typedef int exact_fn(reprod_type, reprod_op, reprod_rounding, const void *const[], int, size_t,

@@ -33,9 +33,9 @@ int engine_cpu_has_avx2(void)
  * second pass. */
 #define FLOAT32_CHUNK  256
 #define FLOAT32_FAR    (8u << 20) /* inputs of more bytes are prefetched (engine_avx512.c) */
-#define FLOAT64_DIRECT 16  /* up to this many contributions, no blocking (binary64) */
-#define FLOAT64_BLOCK  256 /* elements whose states stay in L1 (10 KiB) while ... */
-#define FLOAT64_GROUP  8   /* ... this many contributions at a time stream through them */
+#define FLOAT64_DIRECT 16         /* up to this many contributions, no blocking (binary64) */
+#define FLOAT64_BLOCK  256        /* elements whose states stay in L1 (10 KiB) while ... */
+#define FLOAT64_GROUP  8          /* ... this many contributions at a time stream through them */
 
 /* Clear the inexact flag (we run in the default environment, MXCSR = 0x1f80). The memory
  * clobber keeps the loads of the inputs, hence the additions, after it. */
@@ -133,9 +133,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
         if (wide) { /* as long as most groups of 16 lanes reach beyond the window */
             int wide_groups = 0;
             for (size_t b = 0; b < length; b += 16)
-                wide_groups +=
-                    float32_span_check(contributions, count, j + b, largest + b, smallest + b,
-                                       far) != 0;
+                wide_groups += float32_span_check(contributions, count, j + b, largest + b,
+                                                  smallest + b, far) != 0;
             wide = 2 * (size_t)wide_groups > length / 16;
             engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, largest, smallest,
                                      result, a, general);

@@ -140,9 +140,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
         if (wide) {              /* (h) decides in-window lanes too: skip the binary64 sums */
             int wide_groups = 0; /* the span check says whether the next chunk stays here */
             for (size_t b = 0; b < length; b += 32)
-                wide_groups += float32_wide_groups(
-                    float32_span_check(contributions, count, j + b, largest + b, smallest + b,
-                                       far));
+                wide_groups += float32_wide_groups(float32_span_check(
+                    contributions, count, j + b, largest + b, smallest + b, far));
             wide = 2 * (size_t)wide_groups > length / 16;
             engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, largest, smallest,
                                        result, a, general);

@@ -849,8 +849,8 @@ ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, r
                                       const distill_vector *s, const wide32_bits *high,
                                       const distill_mask *open, distill_mask *bounded)
 {
-    const int cut = type == REPROD_BFLOAT16 ? 45 : 29; /* 53 - p fraction bits go */
-    const int32_t bias = 2 * engine_ceil_log2(count) + 846; /* B's field is F + bias */
+    const int cut = type == REPROD_BFLOAT16 ? 45 : 29;           /* 53 - p fraction bits go */
+    const int32_t bias = 2 * engine_ceil_log2(count) + 846;      /* B's field is F + bias */
     const int64_t smallest = 897ll << 52, beyond = 1151ll << 52; /* 2^-126, 2^128 */
     uint32_t decided = 0;
     _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
@@ -881,8 +881,12 @@ ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, r
             if (dir == REPROD_ROUND_DOWN) away = negative;
             lo_add = hi_add = away & ((1ll << cut) - 1);
         }
-        /* magnitudes below 2^63 - 2^52 where `fit` holds: no overflow */
-        fit &= MASK_ZERO(((lo_magnitude + lo_add) >> cut) ^ ((hi_magnitude + hi_add) >> cut));
+        /* unsigned: a NaN's magnitude plus the addend passes 2^63 (that lane is not `fit`) */
+        distill_unsigned lo_rounded =
+            ((distill_unsigned)lo_magnitude + (distill_unsigned)lo_add) >> cut;
+        distill_unsigned hi_rounded =
+            ((distill_unsigned)hi_magnitude + (distill_unsigned)hi_add) >> cut;
+        fit &= MASK_ZERO((distill_mask)(lo_rounded ^ hi_rounded)); /* below 2^35: >= 0 */
         bounded[g] = fit;
         decided |= distill_bits_at(level, &bounded[g]) << (DISTILL_WIDTH * g);
     }
@@ -1187,7 +1191,8 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
                 wide32_plain_sums(level, type, 2, contributions, count, j + b, plain);
                 sums = (const double *)plain;
                 first = wide32_bounded(level, type, op, dir, 2, count, plain, high, open, fits);
-                stored = first == 0xffff && wide32_store_nearest(level, type, plain, T, result, j + b);
+                stored =
+                    first == 0xffff && wide32_store_nearest(level, type, plain, T, result, j + b);
             }
             stored = stored || (wide32_split(level, type, 2, contributions, count, j + b, high, low,
                                              open, fits, S, T) == 0xffff &&
@@ -1195,9 +1200,9 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
         }
         if (!stored) {
             uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
-            uint32_t body_first = wide32_body(op, dir, contributions, count, j + b, level, type, 2,
-                                              0xffff, largest + b, smallest + b, sums,
-                                              bounded_first, out, a, general);
+            uint32_t body_first =
+                wide32_body(op, dir, contributions, count, j + b, level, type, 2, 0xffff,
+                            largest + b, smallest + b, sums, bounded_first, out, a, general);
             first = nearest_sum ? first : body_first;
             if (type == REPROD_BFLOAT16)
                 for (int lane = 0; lane < 2 * DISTILL_WIDTH; lane++)

@@ -48,9 +48,8 @@ engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_
  * (engine_distill.c). */
 typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
                               int count, size_t j, int lanes, uint32_t refused,
-                              const uint32_t *largest, const uint32_t *smallest,
-                              const double *sums, uint32_t *out, struct engine_accumulator *a,
-                              size_t *general);
+                              const uint32_t *largest, const uint32_t *smallest, const double *sums,
+                              uint32_t *out, struct engine_accumulator *a, size_t *general);
 engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
 
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and

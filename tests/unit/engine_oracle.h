@@ -202,7 +202,8 @@ static inline uint64_t oracle_ordered(reprod_type t, reprod_op op, const uint64_
     mpfr_set_d(acc, tf_to_double(t, terms[0]), MPFR_RNDN);
     for (int k = 1; k < n; k++) {
         mpfr_set_d(x, tf_to_double(t, terms[k]), MPFR_RNDN);
-        int inex = op == REPROD_PROD ? mpfr_mul(y, acc, x, MPFR_RNDN) : mpfr_add(y, acc, x, MPFR_RNDN);
+        int inex =
+            op == REPROD_PROD ? mpfr_mul(y, acc, x, MPFR_RNDN) : mpfr_add(y, acc, x, MPFR_RNDN);
         mpfr_set_d(acc, tf_to_double(t, oracle_fit(t, y, inex, MPFR_RNDN)), MPFR_RNDN);
     }
     uint64_t bits;

@@ -965,8 +965,8 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
                         continue;
                     }
                     accepted++;
-                    cr_assert(engine_wide32_finish(types[t], (reprod_op)op, (reprod_rounding)dir,
-                                                   s, 0.0, pointers, n, 0, &bits));
+                    cr_assert(engine_wide32_finish(types[t], (reprod_op)op, (reprod_rounding)dir, s,
+                                                   0.0, pointers, n, 0, &bits));
                     uint64_t expected =
                         oracle_exact(types[t], (reprod_op)op, (reprod_rounding)dir, terms, n);
                     if (bits != expected) {
@@ -984,13 +984,13 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
                 pointers[k] = &terms[k];
             }
             s = engine_wide32_plain_sum(types[t], pointers, 8, 0, &largest);
-            spread_accepted += engine_wide32_bounded(types[t], REPROD_SUM, REPROD_ROUND_NEAREST,
-                                                     s, largest, 8);
+            spread_accepted +=
+                engine_wide32_bounded(types[t], REPROD_SUM, REPROD_ROUND_NEAREST, s, largest, 8);
         }
         cr_expect_gt(accepted, 3000, "%s: (i) accepted %d edge cases", f->name, accepted);
         cr_expect_gt(refused, 3000, "%s: (i) refused %d edge cases", f->name, refused);
-        cr_expect_geq(spread_accepted, 2990, "%s: (i) decided %d of 3000 spread elements",
-                      f->name, spread_accepted);
+        cr_expect_geq(spread_accepted, 2990, "%s: (i) decided %d of 3000 spread elements", f->name,
+                      spread_accepted);
     }
 }
 
