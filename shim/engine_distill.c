@@ -7,7 +7,7 @@
  * lane are loaded once (or taken from the errors the kernel kept), the cascade runs over them
  * in place pass after pass, and after each pass (d), (c') and the midpoint rule (f) decide the
  * lanes they can; what is left after ENGINE_DISTILL_PASSES takes the general path. Binary32
- * lanes beyond their window run (h), then (g), the same way. Every lane does the same work (no
+ * lanes beyond their window run (i), (h), then (g), the same way. Every lane does the same work (no
  * branch between elements), and it computes exactly what the per-element functions of
  * engine_inner.h do (which the GPU kernels run), so which tier decides a lane it is given
  * never depends on the kernel level (tests/unit/test_engine.c and the fuzzer check it). One
@@ -960,8 +960,10 @@ ALWAYS_INLINE uint32_t wide32_bounded_lanes(const int level, const reprod_type t
  * the odd neighbour (engine_wide32_finish), the hardware conversion when rounding a nonzero sum
  * to nearest: engine_exact_wide32 lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or
  * NULL; `sums`: NULL, or the lanes' plain sums for (i). (i) runs before (h) when
- * bounded_first, else after it for the lanes (h) leaves: the lanes decided are the same
- * ((i), (h) or (g)), only the work differs. Returns the lanes (i) decided when it ran first. */
+ * bounded_first, else after it for the lanes (h) leaves: for a sum the lanes decided are the
+ * same ((i), (h) or (g)), only the work differs (not for an average: (h)'s inexact S + T leaves
+ * a lane to the general path that (i) would decide, so averages take (i) first). Returns the
+ * lanes (i) decided when it ran first. */
 ALWAYS_INLINE uint32_t wide32_body(reprod_op op, reprod_rounding dir,
                                    const void *const *contributions, int count, size_t j,
                                    const int level, const reprod_type type, const int groups,
@@ -1175,28 +1177,41 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
     const int nearest_sum = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && count >= 1;
     int skip = 0; /* blocks to go before (i) runs first again (it decided too few lanes) */
     for (size_t b = 0; b < length; b += 2 * DISTILL_WIDTH) {
-        const int bounded_first = skip == 0;
+        /* An average takes (i) first always: (h)'s inexact S + T does not serve it
+         * (engine_wide32_finish), and (i) after (h) sees only the lanes (h) left. */
+        const int bounded_first = skip == 0 || op == REPROD_AVG;
         skip -= skip > 0;
-        distill_vector plain[DISTILL_GROUPS];
+        distill_vector plain[DISTILL_GROUPS] = {{0}};
         const double *sums = NULL;
         uint32_t first = 0, stored = 0;
         if (nearest_sum) {
             wide32_bits high[DISTILL_GROUPS], low[DISTILL_GROUPS];
             memcpy(high, largest + b, sizeof high);
             memcpy(low, smallest + b, sizeof low);
-            distill_mask open[DISTILL_GROUPS], fits[DISTILL_GROUPS];
-            distill_vector S[DISTILL_GROUPS], T[DISTILL_GROUPS] = {{0}};
+            distill_mask open[DISTILL_GROUPS], bounded[DISTILL_GROUPS] = {{0}},
+                                               fits[DISTILL_GROUPS];
+            distill_vector S[DISTILL_GROUPS] = {{0}}, T[DISTILL_GROUPS] = {{0}};
+            const distill_vector zero[DISTILL_GROUPS] = {{0}};
             open[0] = open[1] = (distill_mask){0} - 1;
             if (bounded_first) {
                 wide32_plain_sums(level, type, 2, contributions, count, j + b, plain);
                 sums = (const double *)plain;
-                first = wide32_bounded(level, type, op, dir, 2, count, plain, high, open, fits);
-                stored =
-                    first == 0xffff && wide32_store_nearest(level, type, plain, T, result, j + b);
+                first = wide32_bounded(level, type, op, dir, 2, count, plain, high, open, bounded);
+                stored = first == 0xffff &&
+                         wide32_store_nearest(level, type, plain, zero, result, j + b);
+                open[0] = ~bounded[0]; /* (h) for the rest: fewer lanes, maybe fewer levels */
+                open[1] = ~bounded[1];
             }
-            stored = stored || (wide32_split(level, type, 2, contributions, count, j + b, high, low,
-                                             open, fits, S, T) == 0xffff &&
-                                wide32_store_nearest(level, type, S, T, result, j + b));
+            /* (i) and (h) together may decide the block whole */
+            if (!stored && (first | wide32_split(level, type, 2, contributions, count, j + b, high,
+                                                 low, open, fits, S, T)) == 0xffff) {
+                _Pragma("GCC unroll 2") for (int g = 0; g < DISTILL_GROUPS; g++)
+                {
+                    DISTILL_SELECT(S[g], plain[g], bounded[g]);
+                    DISTILL_SELECT(T[g], zero[g], bounded[g]);
+                }
+                stored = wide32_store_nearest(level, type, S, T, result, j + b);
+            }
         }
         if (!stored) {
             uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */

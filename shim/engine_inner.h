@@ -790,27 +790,27 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
     return 0;
 }
 
-/* (i) Before (h) and (g), and enough for nearly every element they would get: the plain
- *     binary64 sum s of the terms (the even-indexed and the odd-indexed ones in two sums from
- *     -0, then those two added: the vector code's order too) lies within beta of the exact sum
- *     x, beta <= gamma_{N-1} sum |x_k| (Higham, any order) < 2^L 2^-53 (1 + 2^-20) 2^(e + L) <
- *     2^(e + 2L - 52), with |x_k| < 2^e as in (h). Let B = 2^(e + 2L - 51), lo = fl(s - B) and
- *     hi = fl(s + B): each errs by at most half an ulp of a number below 2^(e + L + 1), at most
- *     2^(e + L - 52) <= B - beta, so lo <= x, s <= hi. Rounding to the type (binary32, or
- *     bfloat16: p = 24 or 8) in direction dir is monotone, so when it takes lo and hi to the same
- *     value it takes every number between them there, x and s too: S = s, T = 0 serve
- *     engine_wide32_finish. The test rounds the magnitudes' bits to p bits in the integers
- *     (truncating, adding all ones below, or half of that and the last kept bit: toward zero,
- *     away, to nearest even) and compares them, for lo and hi of one sign with magnitudes in
- *     binary32's normal range [2^-126, 2^128) (where the grid of p bits is the type's; zero,
- *     infinite and NaN sums fail). An average tests fl(lo / N) and fl(hi / N) instead, which
- *     bracket x / N and s / N (for L >= 1 the margin above, (B - beta - 2^(e + L - 52)) / N >=
- *     2^(e + L - 52) (2^L - 1) / N, covers the division's half ulp 2^(e + L - 52) / N);
+/* (i) Before (h) and (g), and enough for nearly every element they would get: the plain binary64
+ *     sum s of the terms (the even-indexed and the odd-indexed ones in two sums from -0, then those
+ *     two added: the vector code's order too) lies within beta of the exact sum x, beta <=
+ *     gamma_{N-1} sum |x_k| (Higham, any order) < 2^L 2^-53 (1 + 2^-20) 2^(e + L) < 2^(e + 2L -
+ *     52), with |x_k| < 2^e as in (h). Let B = 2^(e + 2L - 51), lo = fl(s - B) and hi = fl(s + B):
+ *     |s +- B| < 2^(e + L) + beta + B < 2^(e + L + 1) (B <= 2^(e + L - 20), as L <= 31), so each
+ *     errs by at most half an ulp there, 2^(e + L - 53) <= B - beta: lo <= x, s <= hi. Rounding to
+ *     the type (binary32, or bfloat16: p = 24 or 8) in direction dir is monotone, so when it takes
+ *     lo and hi to the same value it takes every number between them there, x and s too: S = s, T =
+ *     0 serve engine_wide32_finish. The test rounds the magnitudes' bits to p bits in the integers
+ *     (truncating, adding all ones below, or half of that and the last kept bit: toward zero, away,
+ *     to nearest even) and compares them, for lo and hi of one sign with magnitudes in binary32's
+ *     normal range [2^-126, 2^128) (where the grid of p bits is the type's; zero, infinite and NaN
+ *     sums fail). An average tests fl(lo / N) and fl(hi / N) instead, which bracket x / N and s / N
+ *     (N = 1 divides exactly; for L >= 1 the margin above, (B - beta - 2^(e + L - 53)) / N > 2^(e +
+ *     L - 53) (2^(L + 1) - 1) / N, covers the division's half ulp, below 2^(e + L - 52) / N);
  *     engine_round_quotient then rounds s / N. It refuses a sum within about N^2 2^-50 of the
  *     largest term from a midpoint (to nearest) or from one of the type's values (directed: so
- *     every sum that one term dominates by more than 29 binades), or cancelling below about
- *     N^2 2^-26 of it: those go on to (h) and (g). Two operations a term, the same for every
- *     element. */
+ *     every sum that one term dominates by more than 29 binades), or cancelling below about N^2
+ *     2^-26 of it (bfloat16: 2^-42): those go on to (h) and (g). Two operations a term, the same
+ *     for every element. */
 
 /* (i)'s binary64 sum s of element `index`, and its terms' largest binary32 magnitude bits. */
 ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *const *contributions,

@@ -994,6 +994,61 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
     }
 }
 
+/* Binary32 and bfloat16 chunks beyond the window where cancelling blocks interrupt spread ones:
+ * the tier then runs the split sums before the plain test for a while (engine_distill.c,
+ * WIDE32_SKIP), and every kernel level must still send to the general path exactly what the
+ * per-element tiers refuse, for sums and averages in every direction (an average once took
+ * 128 of 512 elements there, where the tiers refuse 3), with MPFR's bits. */
+static void gen_spread_or_cancelling_block(const struct tfmt *f, struct rng *r, int n,
+                                           uint64_t *terms)
+{
+    static size_t element;
+    int cancelling = (element++ / 16) % 9 == 4; /* one block of 16 in nine */
+    for (int k = 0; k < n; k++)
+        terms[k] = tf_make(f, (int)(rng_next(r) & 1), f->bias + rng_range(r, -60, 60),
+                           random_frac(f, r));
+    if (!cancelling || n < 4) return;
+    for (int k = 0; k + 1 < n - 2; k += 2) /* +-x pairs, then two tiny terms */
+        terms[k + 1] = terms[k] ^ tf_sign(f);
+    terms[n - 2] = tf_make(f, (int)(rng_next(r) & 1), f->bias - 90, random_frac(f, r));
+    terms[n - 1] = tf_make(f, (int)(rng_next(r) & 1), f->bias - 100, random_frac(f, r));
+}
+
+Test(engine, every_kernel_sends_the_same_wide_binary32_elements_to_the_general_path)
+{
+    enum { COUNT = 16 * 9 * 4 };
+    const reprod_type types[] = {REPROD_FLOAT32, REPROD_BFLOAT16};
+    for (int t = 0; t < 2; t++) {
+        struct rng r = {77};
+        struct tcase c = case_generated("spread-cancel-blocks", types[t], 8, COUNT,
+                                        gen_spread_or_cancelling_block, &r);
+        int order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        void **buffers = case_buffers(&c, order);
+        void *out = malloc(COUNT * 4);
+        for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
+            for (int dir = 0; dir < 4; dir++) {
+                int expected = general_by_element_in(types[t], (reprod_op)op,
+                                                     (reprod_rounding)dir, buffers, 8, COUNT, NULL);
+                for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
+                    if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
+                    struct reprod_engine_stats stats = {0};
+                    reprod_engine_exact(types[t], (reprod_op)op, (reprod_rounding)dir,
+                                        (const void *const *)buffers, 8, COUNT, out, NULL, &stats);
+                    engine_limit_kernels(ENGINE_KERNELS_AUTO);
+                    cr_expect_eq(stats.general_elements, (size_t)expected,
+                                 "%s %s %s kernel level %d: %zu general elements, expected %d",
+                                 test_formats[types[t]].name, test_op_names[op],
+                                 test_rounding_names[dir], level, stats.general_elements,
+                                 expected);
+                }
+            }
+        free(out);
+        buffers_free(buffers, 8);
+        check_exact(&c, &r);
+        free(c.terms);
+    }
+}
+
 Test(engine, exact_many_contributions_across_blocks_of_elements)
 {
     /* Above 16 binary64 contributions the AVX-512 kernel keeps a block of 256 elements' states
