@@ -65,7 +65,7 @@ AVX2_FUNCTION static int float32_span_check(const void *const *contributions, in
     __m256i min0 = _mm256_set1_epi32(-1), min1 = min0;
     for (int k = 0; k < count; k++) {
         const float *p = (const float *)contributions[k] + j;
-        if (far) __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
+        if (far) engine_prefetch_ahead(p, FLOAT32_CHUNK * sizeof(float));
         __m256i b0 = _mm256_loadu_si256((const __m256i *)p);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 8));
         b0 = _mm256_add_epi32(b0, b0);
@@ -155,8 +155,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 const float *p = (const float *)contributions[k] + j + b;
                 const float *q = (const float *)contributions[k + 1] + j + b;
                 if (far) { /* the same lines a chunk ahead, into L2 */
-                    __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
-                    __builtin_prefetch(q + FLOAT32_CHUNK, 0, 2);
+                    engine_prefetch_ahead(p, FLOAT32_CHUNK * sizeof(float));
+                    engine_prefetch_ahead(q, FLOAT32_CHUNK * sizeof(float));
                 }
                 s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
                 s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
@@ -169,7 +169,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             }
             if (k < count) {
                 const float *p = (const float *)contributions[k] + j + b;
-                if (far) __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
+                if (far) engine_prefetch_ahead(p, FLOAT32_CHUNK * sizeof(float));
                 s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
                 s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
                 s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));

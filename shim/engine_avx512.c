@@ -58,8 +58,8 @@ static inline int inexact_raised(const double *sums)
 /* The lines of the next chunk that the 32 elements at p will need there, into L2. */
 static inline void float32_prefetch(const float *p)
 {
-    __builtin_prefetch(p + FLOAT32_CHUNK, 0, 2);
-    __builtin_prefetch(p + FLOAT32_CHUNK + 16, 0, 2);
+    engine_prefetch_ahead(p, FLOAT32_CHUNK * sizeof(float));
+    engine_prefetch_ahead(p, (FLOAT32_CHUNK + 16) * sizeof(float));
 }
 
 /* Bit l set: lane l of the 32 binary32 elements at offset j is outside the fast window or holds

@@ -152,7 +152,7 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                 for (int g = 0; g < group; g++) {
                     const double *p = (const double *)contributions[k + g] + j + W * (size_t)v;
                     if (far && (W * sizeof(double) >= 64 || (v & 1) == 0))
-                        __builtin_prefetch(p + FLOAT64_BLOCK, 0, 2); /* into L2 */
+                        engine_prefetch_ahead(p, FLOAT64_BLOCK * sizeof(double));
                     float64_add(&y, p, NULL, 1);
                 }
                 x[v] = y;

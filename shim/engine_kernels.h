@@ -67,6 +67,13 @@ engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
     engine_wide32_generic_chunk, engine_wide32_bfloat16_avx512_chunk,
     engine_wide32_bfloat16_avx2_chunk;
 
+/* Prefetch into L2, for reading, the line `bytes` beyond p. The address is formed in the
+ * integers: past the end of an array it is no pointer, and prefetching it is harmless. */
+static inline void engine_prefetch_ahead(const void *p, size_t bytes)
+{
+    __builtin_prefetch((const void *)((uintptr_t)p + bytes), 0, 2);
+}
+
 /* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
  * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
  * minimum and finishes the block again. */
