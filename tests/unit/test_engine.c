@@ -1174,9 +1174,14 @@ Test(engine, exact_ignores_and_restores_the_caller_fp_environment)
                 cr_assert_eq(fetestexcept(FE_ALL_EXCEPT), 0, "exception flags leaked");
                 reprod_reduce_ordered((reprod_type)t, op, in, 5, count, under_env);
                 cr_assert_eq(_mm_getcsr(), csr, "MXCSR not restored by ordered");
-                fesetenv(FE_DFL_ENV);
+                fesetenv(FE_DFL_ENV); /* the default environment, flags clear */
                 reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
                 cr_assert_eq(memcmp(reference, under_env, count * tf_size((reprod_type)t)), 0);
+                cr_assert_eq(fetestexcept(FE_ALL_EXCEPT), 0, "exception flags leaked (default)");
+                feraiseexcept(FE_INEXACT); /* a flag the caller had stays, alone */
+                reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
+                cr_assert_eq(fetestexcept(FE_ALL_EXCEPT), FE_INEXACT, "exception flags changed");
+                feclearexcept(FE_ALL_EXCEPT);
                 fesetround(FE_DOWNWARD);
                 _mm_setcsr(_mm_getcsr() | 0x8040);
                 reprod_reduce_exact((reprod_type)t, op, dir, in, 5, count, under_env);
