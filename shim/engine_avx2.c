@@ -32,10 +32,9 @@ int engine_cpu_has_avx2(void)
 /* Elements per inexact-flag window: at N = 8 the chunk's 8 KiB of inputs stay in L1 for the
  * second pass. */
 #define FLOAT32_CHUNK  256
-#define FLOAT32_FAR    (8u << 20) /* inputs of more bytes are prefetched (engine_avx512.c) */
-#define FLOAT64_DIRECT 16         /* up to this many contributions, no blocking (binary64) */
-#define FLOAT64_BLOCK  256        /* elements whose states stay in L1 (10 KiB) while ... */
-#define FLOAT64_GROUP  8          /* ... this many contributions at a time stream through them */
+#define FLOAT64_DIRECT 16  /* up to this many contributions, no blocking (binary64) */
+#define FLOAT64_BLOCK  256 /* elements whose states stay in L1 (10 KiB) while ... */
+#define FLOAT64_GROUP  8   /* ... this many contributions at a time stream through them */
 
 /* Clear the inexact flag (we run in the default environment, MXCSR = 0x1f80). The memory
  * clobber keeps the loads of the inputs, hence the additions, after it. */
@@ -125,7 +124,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
     int wide = 0; /* the last chunk was mostly beyond the window, as in engine_avx512.c */
-    const int far = count > 16 && element_count * (size_t)count * sizeof(float) > FLOAT32_FAR;
+    const int far = engine_prefetch_wanted(count, element_count, sizeof(float));
     while (j + 16 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)15;

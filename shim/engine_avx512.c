@@ -49,13 +49,8 @@ static inline int inexact_raised(const double *sums)
     return (csr & 0x20) != 0;
 }
 
-/* Inputs of more bytes than this (all contributions together) are prefetched a chunk ahead:
- * with many contributions the hardware's prefetcher loses track of the streams, each read 128
- * bytes at a time (N=64, 1 Mi elements: 0.29 of the fold without, 0.54 with). Up to 16
- * contributions it keeps track: there prefetching cost 10 - 30%. */
-#define FLOAT32_FAR (8u << 20)
-
-/* The lines of the next chunk that the 32 elements at p will need there, into L2. */
+/* The lines of the next chunk that the 32 elements at p will need there, into L2 (for inputs
+ * engine_prefetch_wanted says: N=64, 1 Mi elements read 0.29 of the fold without, 0.54 with). */
 static inline void float32_prefetch(const float *p)
 {
     engine_prefetch_ahead(p, FLOAT32_CHUNK * sizeof(float));
@@ -132,7 +127,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
     int wide = 0; /* the last chunk was mostly beyond the window: send this one whole to (h) */
-    const int far = count > 16 && element_count * (size_t)count * sizeof(float) > FLOAT32_FAR;
+    const int far = engine_prefetch_wanted(count, element_count, sizeof(float));
     while (j + 32 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)31;

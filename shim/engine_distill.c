@@ -1197,7 +1197,7 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
                 wide32_plain_sums(level, type, 2, contributions, count, j + b, plain);
                 sums = (const double *)plain;
                 first = wide32_bounded(level, type, op, dir, 2, count, plain, high, open, bounded);
-                stored = first == 0xffff &&
+                stored = first == 0xffff && /* (i) alone, the common case: no selection */
                          wide32_store_nearest(level, type, plain, zero, result, j + b);
                 open[0] = ~bounded[0]; /* (h) for the rest: fewer lanes, maybe fewer levels */
                 open[1] = ~bounded[1];
@@ -1215,10 +1215,9 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
         }
         if (!stored) {
             uint32_t out[2 * DISTILL_WIDTH] = {0}; /* every lane written: the tier keeps others */
-            uint32_t body_first =
-                wide32_body(op, dir, contributions, count, j + b, level, type, 2, 0xffff,
-                            largest + b, smallest + b, sums, bounded_first, out, a, general);
-            first = nearest_sum ? first : body_first;
+            /* with the same sums, the body's (i) decides what the one above did */
+            first = wide32_body(op, dir, contributions, count, j + b, level, type, 2, 0xffff,
+                                largest + b, smallest + b, sums, bounded_first, out, a, general);
             if (type == REPROD_BFLOAT16)
                 for (int lane = 0; lane < 2 * DISTILL_WIDTH; lane++)
                     ((uint16_t *)result)[j + (size_t)b + (size_t)lane] = (uint16_t)out[lane];

@@ -24,7 +24,6 @@
  */
 
 #define FLOAT64_QUIET 4
-#define FLOAT64_FAR   (8u << 20) /* inputs of more bytes than this are prefetched */
 
 FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
                                        const void *const *contributions, int count,
@@ -136,9 +135,9 @@ FLOAT64_FUNCTION size_t FLOAT64_KERNEL(reprod_op op, reprod_rounding dir,
     }
     FLOAT64_STATE x[FLOAT64_BLOCK / W];
     /* Inputs beyond the caches: each line of the next block is prefetched as the same line of
-     * this block is read (the hardware's prefetcher loses track of many streams read 2 KiB at a
-     * time: N = 64 out of cache took 1.35 times as long without); in cache that costs 8%. */
-    const int far = element_count * (size_t)count * sizeof(double) > FLOAT64_FAR;
+     * this block is read (engine_prefetch_wanted: streams read 2 KiB at a time; N = 64 out of
+     * cache took 1.35 times as long without). */
+    const int far = engine_prefetch_wanted(count, element_count, sizeof(double));
     while (j + PAIR <= element_count) {
         size_t length = element_count - j < FLOAT64_BLOCK ? element_count - j : FLOAT64_BLOCK;
         length &= ~(size_t)(PAIR - 1);
