@@ -1163,11 +1163,13 @@ ALWAYS_INLINE int wide32_store_nearest(const int level, const reprod_type type,
     return 1;
 }
 
-/* (i), else (h), else (g), for every lane of elements [j, j + length) (a multiple of 16) of
- * binary32 or bfloat16 (type), given each lane's largest and smallest (indexed from j): a
- * chunk the kernel expects mostly beyond its window. Results go to `result` (of the type) 16
- * at a time once their inputs are read; a block that (i), or else (h), decides whole,
- * rounding a nonzero sum (bfloat16: a normal one) to nearest, skips the rest of the tier. */
+/* (i), (h) and (g) for every lane of elements [j, j + length) (a multiple of 16) of binary32
+ * or bfloat16 (type), given each lane's largest and smallest (indexed from j): a chunk the
+ * kernel expects mostly beyond its window. Results go to `result` (of the type) 16 at a time
+ * once their inputs are read; a block that (i) alone, or (i) and (h) together, decide whole,
+ * rounding a nonzero sum (bfloat16: a normal one) to nearest, skips the rest of the tier
+ * (wide32_body, which runs (i) and (h) again there). After a block where (i) decided fewer
+ * than half the lanes, the next WIDE32_SKIP run (h) first (sums only). */
 ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *const *contributions,
                                 int count, size_t j, size_t length, const int level,
                                 const reprod_type type, const uint32_t *largest,

@@ -997,16 +997,17 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
 /* Binary32 and bfloat16 chunks beyond the window where cancelling blocks interrupt spread ones:
  * the tier then runs the split sums before the plain test for a while (engine_distill.c,
  * WIDE32_SKIP), and every kernel level must still send to the general path exactly what the
- * per-element tiers refuse, for sums and averages in every direction (an average once took
- * 128 of 512 elements there, where the tiers refuse 3), with MPFR's bits. */
+ * per-element tiers refuse, for sums and averages in every direction (averages once took 128
+ * of these 576 elements there to nearest, where the tiers refuse none, and 144 for 17
+ * directed), with MPFR's bits. */
 static void gen_spread_or_cancelling_block(const struct tfmt *f, struct rng *r, int n,
                                            uint64_t *terms)
 {
     static size_t element;
     int cancelling = (element++ / 16) % 9 == 4; /* one block of 16 in nine */
     for (int k = 0; k < n; k++)
-        terms[k] = tf_make(f, (int)(rng_next(r) & 1), f->bias + rng_range(r, -60, 60),
-                           random_frac(f, r));
+        terms[k] =
+            tf_make(f, (int)(rng_next(r) & 1), f->bias + rng_range(r, -60, 60), random_frac(f, r));
     if (!cancelling || n < 4) return;
     for (int k = 0; k + 1 < n - 2; k += 2) /* +-x pairs, then two tiny terms */
         terms[k + 1] = terms[k] ^ tf_sign(f);
@@ -1027,8 +1028,8 @@ Test(engine, every_kernel_sends_the_same_wide_binary32_elements_to_the_general_p
         void *out = malloc(COUNT * 4);
         for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
             for (int dir = 0; dir < 4; dir++) {
-                int expected = general_by_element_in(types[t], (reprod_op)op,
-                                                     (reprod_rounding)dir, buffers, 8, COUNT, NULL);
+                int expected = general_by_element_in(types[t], (reprod_op)op, (reprod_rounding)dir,
+                                                     buffers, 8, COUNT, NULL);
                 for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
                     if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
                     struct reprod_engine_stats stats = {0};
@@ -1038,8 +1039,7 @@ Test(engine, every_kernel_sends_the_same_wide_binary32_elements_to_the_general_p
                     cr_expect_eq(stats.general_elements, (size_t)expected,
                                  "%s %s %s kernel level %d: %zu general elements, expected %d",
                                  test_formats[types[t]].name, test_op_names[op],
-                                 test_rounding_names[dir], level, stats.general_elements,
-                                 expected);
+                                 test_rounding_names[dir], level, stats.general_elements, expected);
                 }
             }
         free(out);
