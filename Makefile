@@ -77,6 +77,8 @@ NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_l
              $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so
 # With nvcc, a second shim built without it: its host path must give the same bits.
 NONVCC_SHIM = $(if $(NVCC),$(BUILD)/nonvcc/libreprod_shim.so)
+# A shim without MPICH's headers (see its rule).
+NOMPICH_SHIM := $(BUILD)/nompich/libreprod_shim.so
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
 FUZZ_BIN  := $(BUILD)/tests/fuzz_engine
 # Host-memory stand-ins for CUDA and NCCL (tests/standins_nccl/): what NCCL test programs link
@@ -85,7 +87,7 @@ STANDINS  := $(BUILD)/standins
 NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
              $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
-            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM)
+            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) $(MPI_STANDIN_INCOMPLETE)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -129,9 +131,10 @@ $(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.
+LINK_SHIM = $(CC) $(SANITIZE) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map \
+    -Wl,-soname,libreprod_shim.so -o $@ $(filter %.o,$^) -ldl -lpthread -lm
 $(SHIM): $(SHIM_OBJ) $(HOOK_OBJ) shim/exports.map
-	$(CC) $(SANITIZE) -shared -Wl,-z,defs -Wl,--version-script=shim/exports.map -Wl,-soname,libreprod_shim.so \
-	    -o $@ $(SHIM_OBJ) $(HOOK_OBJ) -ldl -lpthread -lm
+	$(LINK_SHIM)
 
 # The mechanisms without the hooks, for unit tests that exercise internal functions.
 $(CORE): $(SHIM_OBJ)
@@ -172,6 +175,22 @@ $(BUILD)/tests/progs/libfailalloc.so: tests/progs/failalloc.c
 $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
+
+# The stand-in MPI library (tests/standins/mpi_standin.c, tests/mpi_passthrough.sh): of no
+# known family (the generic rule above), and, under the same name in a directory of its own,
+# one that looks like MPICH and lacks MPI_Alltoallv; the job that links it picks one with
+# LD_LIBRARY_PATH.
+MPI_STANDIN_INCOMPLETE := $(BUILD)/tests/standins/mpich_incomplete/libmpi_standin.so
+$(BUILD)/tests/standins/libmpi_standin.so: tests/standins/mpi_standin.h
+$(MPI_STANDIN_INCOMPLETE): tests/standins/mpi_standin.c tests/standins/mpi_standin.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) -DSTANDIN_WITHOUT_ALLTOALLV \
+	    '-DSTANDIN_VERSION="MPICH Version: 4.0.2 (a stand-in lacking MPI_Alltoallv)"' $< -o $@
+
+$(BUILD)/tests/progs/mpi_standin_job: tests/progs/mpi_standin_job.c tests/standins/mpi_standin.h \
+    $(BUILD)/tests/standins/libmpi_standin.so
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -Itests/standins $(CFLAGS) $< -o $@ -L$(BUILD)/tests/standins -lmpi_standin
 
 # The CUDA and NCCL stand-ins. The CUDA headers come in with -isystem: nccl.h declares
 # ncclGroupStart() without a prototype, which -Wstrict-prototypes would refuse. libcudart and
@@ -243,6 +262,16 @@ $(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_a
 $(BUILD)/nonvcc/libreprod_shim.so: $(SHIM_SRC) $(HOOK_SRC) $(wildcard shim/*.h hooks/*.h)
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nonvcc NVCC= $@
 
+# A shim built without MPICH's headers, for the tests of its pass-through
+# (tests/mpi_passthrough.sh): the build's own objects but one.
+NOMPICH_OBJ := $(filter-out %/mpi_abi_mpich.o,$(SHIM_OBJ) $(HOOK_OBJ)) $(BUILD)/nompich/mpi_abi_mpich.o
+$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi_abi_mpich.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIMFLAGS) -DREPROD_WITHOUT_MPICH_HEADERS -MMD -MP -c $< -o $@
+
+$(NOMPICH_SHIM): $(NOMPICH_OBJ) shim/exports.map
+	$(LINK_SHIM)
+
 # Fortran test programs, `use mpi` and `use mpi_f08`, for each family (its own mpif90 and
 # module files), with the MPFR oracle in C.
 $(BUILD)/tests/fortran/oracle.o: tests/fortran/oracle.c
@@ -312,7 +341,7 @@ fuzz: deps
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 
-instrumented: $(SHIM) $(UNIT_BIN) $(FUZZ_BIN) $(BUILD)/tests/libkeep_loaded.so
+instrumented: $(SHIM) $(NOMPICH_SHIM) $(UNIT_BIN) $(FUZZ_BIN) $(BUILD)/tests/libkeep_loaded.so
 
 $(BUILD)/tests/libkeep_loaded.so: tests/sanitize/keep_loaded.c
 	@mkdir -p $(dir $@)
@@ -345,4 +374,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(SHIM_OBJ:.o=.d) $(HOOK_OBJ:.o=.d)
+-include $(SHIM_OBJ:.o=.d) $(HOOK_OBJ:.o=.d) $(BUILD)/nompich/mpi_abi_mpich.d

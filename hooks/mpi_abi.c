@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,12 +60,13 @@ static const char *library_version(void)
     return text;
 }
 
-/* The family of the loaded MPI library, or NULL when it is none we know. Open MPI is
- * recognised by its globals, the MPICH family by its version string or its internals. */
+/* The family of the loaded MPI library, by its marks: Open MPI by its globals, the MPICH
+ * family by its version string or its internals; NULL when it is none we know. Recognised
+ * whether or not this shim was built with the family's headers. */
 static const struct mpi_constants *detect_family(void)
 {
     if (reprod_resolve_data("ompi_mpi_comm_world")) return &reprod_mpi_openmpi;
-    if (!reprod_mpi_mpich.family || !resolve_function("MPI_Init")) return NULL;
+    if (!resolve_function("MPI_Init")) return NULL;
     const char *version = library_version();
     if (strstr(version, "MPICH") || strstr(version, "MVAPICH") || strstr(version, "Intel(R) MPI"))
         return &reprod_mpi_mpich;
@@ -103,14 +105,19 @@ static void resolve_functions(void)
     void **slots = (void **)&mpi.real;
     for (int i = 0; i < MPI_FUNCTION_COUNT; i++) {
         const char *name = names[i];
-        if (i == MPI_FUNCTION_Allgather_init) name = mpi.abi->allgather_init_name;
+        if (i == MPI_FUNCTION_Allgather_init && mpi.abi) name = mpi.abi->allgather_init_name;
         void *address = resolve_function(name);
         mpi.has[i] = address != NULL;
         slots[i] = address ? address : (void *)(void (*)(void))function_missing;
     }
-    for (size_t i = 0; i < REPROD_ARRAY_LENGTH(required_functions); i++)
-        if (!mpi.has[required_functions[i]] && !mpi.why_not)
-            mpi.why_not = "a function the data paths need is missing from the MPI library";
+    static char missing[128]; /* written once, under resolve_once */
+    for (size_t i = 0; i < REPROD_ARRAY_LENGTH(required_functions) && !mpi.why_not; i++) {
+        if (mpi.has[required_functions[i]]) continue;
+        snprintf(missing, sizeof missing,
+                 "%s, which the data paths need, is missing from the MPI library",
+                 names[required_functions[i]]);
+        mpi.why_not = missing;
+    }
 }
 
 static void resolve_handles(void)
@@ -138,20 +145,30 @@ static void resolve_handles(void)
     }
 }
 
+/* The library's functions are resolved whatever its family: a hook the shim cannot serve
+ * still hands its call to the real function (never a NULL call), and handles then pass
+ * unmasked, as the caller gave them. A family's table is empty (no .family) when the shim was
+ * built without its headers. */
 static void resolve_everything(void)
 {
     mpi.handle_mask = ~(mpi_handle)0;
-    mpi.abi = detect_family();
+    const struct mpi_constants *found = detect_family();
+    mpi.abi = found && found->family ? found : NULL;
+    resolve_functions();
+    if (!found) {
+        mpi.why_not = "the MPI library is neither Open MPI nor of the MPICH family";
+        return;
+    }
     if (!mpi.abi) {
-        mpi.why_not = reprod_mpi_mpich.family
-                          ? "the MPI library is neither Open MPI nor of the MPICH family"
-                          : "the MPI library is not Open MPI (this shim was built without "
-                            "MPICH's headers)";
+        mpi.why_not = found == &reprod_mpi_mpich
+                          ? "the MPI library is of the MPICH family, and this shim was built "
+                            "without MPICH's headers (libmpich-dev)"
+                          : "the MPI library is Open MPI, and this shim was built without Open "
+                            "MPI's headers (libopenmpi-dev)";
         return;
     }
     if (mpi.abi->handle_bytes < sizeof(mpi_handle))
         mpi.handle_mask = ((mpi_handle)1 << (8 * mpi.abi->handle_bytes)) - 1;
-    resolve_functions();
     resolve_handles();
     mpi.usable = mpi.why_not == NULL;
 }
