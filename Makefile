@@ -30,11 +30,19 @@ STRINGOPS := $(shell $(CC) $(STRINGOPS) -Werror -x c -c /dev/null -o /dev/null 2
 SHIMFLAGS = $(BASE) $(STRINGOPS) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
 
 # The MPI hooks include no mpi.h: each family's constants come from its own header, compiled
-# into one file each (hooks/mpi_abi_openmpi.c, hooks/mpi_abi_mpich.c). Nothing links against
-# either library. Without MPICH's headers the MPICH family is reported unsupported at run time.
-OMPI_INC  := $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) -DOMPI_SKIP_MPICXX=1
-MPICH_INC := $(patsubst %,-I%,$(patsubst -I%,%,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null))))
-MPICH_INC := $(if $(wildcard $(patsubst -I%,%,$(firstword $(MPICH_INC)))/mpi.h),$(MPICH_INC),-DREPROD_WITHOUT_MPICH_HEADERS)
+# into one file each (hooks/mpi_abi_openmpi.c, hooks/mpi_abi_mpich.c), which refuses any other
+# family's mpi.h. Nothing links against either library. MPI_FAMILIES names the families the
+# shim is built for; each needs its headers (found through its mpicc), and a family left out
+# is reported unsupported at run time, its jobs passed through unchanged, logged:
+# `make MPI_FAMILIES=mpich` builds without Open MPI's headers, `MPI_FAMILIES=openmpi` without
+# MPICH's. (`MPI_FAMILIES=` builds a shim for NCCL and the seeding calls only.)
+MPI_FAMILIES ?= openmpi mpich
+OMPI_INC_DIRS  := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
+OMPI_HEADER    := $(firstword $(wildcard $(addsuffix /mpi.h,$(OMPI_INC_DIRS))))
+MPICH_INC_DIRS := $(patsubst -I%,%,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null)))
+MPICH_HEADER   := $(firstword $(wildcard $(addsuffix /mpi.h,$(MPICH_INC_DIRS))))
+OMPI_INC  := $(if $(filter openmpi,$(MPI_FAMILIES)),$(addprefix -I,$(OMPI_INC_DIRS)) -DOMPI_SKIP_MPICXX=1,-DREPROD_WITHOUT_OPENMPI_HEADERS)
+MPICH_INC := $(if $(filter mpich,$(MPI_FAMILIES)),$(addprefix -I,$(MPICH_INC_DIRS)),-DREPROD_WITHOUT_MPICH_HEADERS)
 
 # nvcc, when present, builds the device kernels (shim/cuda_kernels.cu) into a fatbin that the
 # shim embeds (shim/cuda_image.S); `make NVCC=` builds a shim without them (host path only).
@@ -46,7 +54,52 @@ NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
 KERNEL_SRC    := shim/cuda_kernels.cu shim/cuda_kernel.h shim/engine_inner.h shim/engine_round.h \
                  shim/engine_ordered.h include/reprod.h
 KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
-KERNEL_STAMP  := $(BUILD)/cuda/with_kernels # "yes" or "no": cuda_module.o follows a change
+# The CUDA headers of the NCCL stand-ins and test programs (never the shim's).
+CUDA_INC  ?= /usr/local/cuda/include
+
+# ---- The build's configuration ---------------------------------------------------------------
+# What the build was configured with is recorded in $(BUILD)/config/, one file per item, each
+# rewritten only when its content changes; what depends on an item rebuilds when it changes, and
+# only that (a new nvcc remakes the kernels, not the MPI hooks):
+#   cc       the C compiler, its version and flags: every object and program
+#   openmpi  Open MPI's headers (or "not built"): hooks/mpi_abi_openmpi.o, the Open MPI programs
+#   mpich    MPICH's headers (or "not built"): hooks/mpi_abi_mpich.o, the MPICH programs
+#   nvcc     nvcc, its version and flags (or "none"): the kernels' fatbin
+#   kernels  whether the shim embeds kernels: shim/cuda_module.o
+#   cuda     the CUDA include directory: the NCCL stand-ins and test programs
+# (Headers' own changes are followed through the compiler's dependency files.) Before compiling
+# anything, the build checks that what it needs is there, and otherwise stops with the Debian
+# packages to install (`make deps`, as root, installs them and what the tests need).
+CONFIG := $(BUILD)/config
+CONFIG_ITEMS := cc openmpi mpich nvcc kernels cuda
+
+CC_PATH    = $(shell command -v $(CC) 2>/dev/null)
+CONFIG_cc      = $(CC_PATH): $(shell $(CC) --version 2>/dev/null | head -1); $(BASE) $(STRINGOPS) $(CFLAGS)
+CONFIG_openmpi = $(if $(filter openmpi,$(MPI_FAMILIES)),$(OMPI_HEADER) (from $(MPICC)): $(OMPI_INC),not built)
+CONFIG_mpich   = $(if $(filter mpich,$(MPI_FAMILIES)),$(MPICH_HEADER) (from $(MPICC_MPICH)): $(MPICH_INC),not built)
+CONFIG_nvcc    = $(if $(NVCC),$(NVCC): $(shell $(NVCC) --version 2>/dev/null | tail -1); $(NVCCFLAGS) $(NVCC_ARCH),none)
+CONFIG_kernels = $(if $(NVCC),yes,no)
+CONFIG_cuda    = $(CUDA_INC)
+
+# What the build needs and did not find, and the Debian packages that bring it.
+CC_PATH      := $(shell command -v $(CC) 2>/dev/null)
+LACKS_CC      = $(if $(CC_PATH),,the C compiler ($(CC)))
+LACKS_LIBC    = $(if $(CC_PATH),$(if $(shell echo '\#include <stdio.h>' | $(CC) -E -x c - >/dev/null 2>&1 && echo y),,the C library's headers))
+LACKS_OPENMPI = $(if $(filter openmpi,$(MPI_FAMILIES)),$(if $(OMPI_HEADER),,Open MPI's mpi.h (through MPICC=$(MPICC))))
+LACKS_MPICH   = $(if $(filter mpich,$(MPI_FAMILIES)),$(if $(MPICH_HEADER),,MPICH's mpi.h (through MPICC_MPICH=$(MPICC_MPICH))))
+BUILD_PACKAGES = $(strip $(if $(LACKS_CC),gcc libc6-dev) $(if $(LACKS_LIBC),libc6-dev) \
+                 $(if $(LACKS_OPENMPI),libopenmpi-dev) $(if $(LACKS_MPICH),libmpich-dev))
+comma := ,
+# $(call report_lacks): say what is missing and how to get it (make's own line follows).
+report_lacks = $(info reprod: cannot build; not found:)$(foreach lack,LACKS_CC LACKS_LIBC \
+    LACKS_OPENMPI LACKS_MPICH,$(if $($(lack)),$(info reprod:     $($(lack)))))$(info \
+    reprod: on Debian, install what is missing with:)$(info \
+    reprod:     apt-get install -y $(BUILD_PACKAGES))$(info \
+    reprod: (as root, `make deps` installs it, and what `make test` needs too))$(if \
+    $(LACKS_OPENMPI)$(LACKS_MPICH),$(info \
+    reprod: with an MPI installed elsewhere, name its wrapper: make MPICC=/path/to/mpicc (Open MPI)$(comma))$(info \
+    reprod:     or MPICC_MPICH=/path/to/mpicc (MPICH); for one MPI family only$(comma) leave out the other:)$(info \
+    reprod:     make MPI_FAMILIES=openmpi$(comma) or MPI_FAMILIES=mpich (its jobs then pass through unchanged)))
 
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
@@ -70,8 +123,8 @@ PROG_BIN  := $(filter-out $(BUILD)/tests/progs/failalloc,$(PROG_SRC:tests/progs/
 STANDIN_SRC := $(sort $(wildcard tests/standins/*.c))
 STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
 # NCCL test programs (tests/nccl/): ordinary NCCL + MPI programs built against the real
-# headers and linked with the stand-ins of build/standins/ (run with LD_LIBRARY_PATH there).
-CUDA_INC  ?= /usr/local/cuda/include
+# headers (CUDA_INC) and linked with the stand-ins of build/standins/ (run with
+# LD_LIBRARY_PATH there).
 NCCL_PROGS := $(filter-out loaders nccl_user,$(basename $(notdir $(wildcard tests/nccl/*.c))))
 NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_linked \
              $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so
@@ -88,6 +141,7 @@ NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STAN
              $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
             $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) $(MPI_STANDIN_INCOMPLETE)
+GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -97,37 +151,55 @@ EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
 all: $(SHIM) $(TOOL)
 
-$(BUILD)/obj/%.o: %.c
+# ---- The configuration's records and what depends on them (see "The build's configuration")
+# $(CONFIG)/ITEM holds $(CONFIG_ITEM), rewritten only when that changes. The compiler's file is
+# the first thing every compilation waits for: the check of what the build lacks comes with it.
+$(CONFIG)/cc: FORCE
+	$(if $(BUILD_PACKAGES),$(call report_lacks)$(error stopped before compiling anything))
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_cc)))' | cmp -s - $@ || printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_cc)))' >$@
+
+$(addprefix $(CONFIG)/,$(filter-out cc,$(CONFIG_ITEMS))): $(CONFIG)/%: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_$*)))' | cmp -s - $@ || printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_$*)))' >$@
+
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/obj/hooks/mpi_abi_openmpi.o: $(CONFIG)/openmpi
+$(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
+$(BUILD)/obj/hooks/mpi_abi_mpich.o: $(CONFIG)/mpich
+$(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
+$(BUILD)/obj/shim/cuda_module.o: $(CONFIG)/kernels
+$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
+# Programs and libraries built with $(CC) (the rules below name their sources with $< or a
+# filter: these records are not among them).
+$(TOOL) $(UNIT_BIN) $(FUZZ_BIN) $(PROG_BIN) $(STANDIN_LIB) $(GPU_TEST_BIN) $(BENCH_BIN) $(EX_BIN) \
+    $(MPI_BIN) $(MPICH_BIN) $(BUILD)/tests/fortran/oracle.o $(BUILD)/tests/libkeep_loaded.so: $(CONFIG)/cc
+$(MPI_BIN) $(EX_BIN) $(filter %/bench_mpi%,$(BENCH_BIN)) $(filter %/openmpi/%,$(FORTRAN_BIN)) \
+    $(BUILD)/tests/fortran/openmpi/test_data.o: $(CONFIG)/openmpi
+$(MPICH_BIN) $(filter %/mpich/%,$(FORTRAN_BIN)) $(BUILD)/tests/fortran/mpich/test_data.o: $(CONFIG)/mpich
+$(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(STANDINS)/kernels.o: $(CONFIG)/cc $(CONFIG)/cuda
+
+$(BUILD)/obj/%.o: %.c $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIMFLAGS) -MMD -MP -c $< -o $@
 
 # dlsym(RTLD_NEXT) must reach glibc as a tail call from the shim's dlsym, with the caller's
 # return address in place; and ASan's start-up calls dlsym before its shadow memory exists.
 $(BUILD)/obj/hooks/dlsym.o $(BUILD)/obj/shim/glibc_dlsym.o: SHIMFLAGS += -fno-sanitize=all -foptimize-sibling-calls
-$(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
 # The engine's kernels are tight loops of a few dozen instructions whose speed moved by 5-15%
 # with where the code around them happened to put them; aligned to 64 bytes, it does not.
 $(BUILD)/obj/shim/engine%.o: SHIMFLAGS += -falign-loops=64
 
-# The kernels: rebuilt only when their sources change (nvcc is slow).
-$(KERNEL_FATBIN): $(KERNEL_SRC)
+# The kernels: rebuilt only when their sources or nvcc change (nvcc is slow).
+$(KERNEL_FATBIN): $(KERNEL_SRC) $(CONFIG)/nvcc
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -fatbin shim/cuda_kernels.cu -o $@
 
-$(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN)
+$(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN) $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) -c -DREPROD_FATBIN='"$(KERNEL_FATBIN)"' $< -o $@
-
-$(KERNEL_STAMP): FORCE
-	@mkdir -p $(dir $@)
-	@echo $(if $(NVCC),yes,no) | cmp -s - $@ || echo $(if $(NVCC),yes,no) > $@
-
-$(BUILD)/obj/shim/cuda_module.o: $(KERNEL_STAMP)
-$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
-
-.PHONY: FORCE
-FORCE:
-$(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.
@@ -182,7 +254,7 @@ $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 # LD_LIBRARY_PATH.
 MPI_STANDIN_INCOMPLETE := $(BUILD)/tests/standins/mpich_incomplete/libmpi_standin.so
 $(BUILD)/tests/standins/libmpi_standin.so: tests/standins/mpi_standin.h
-$(MPI_STANDIN_INCOMPLETE): tests/standins/mpi_standin.c tests/standins/mpi_standin.h
+$(MPI_STANDIN_INCOMPLETE): tests/standins/mpi_standin.c tests/standins/mpi_standin.h $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) -DSTANDIN_WITHOUT_ALLTOALLV \
 	    '-DSTANDIN_VERSION="MPICH Version: 4.0.2 (a stand-in lacking MPI_Alltoallv)"' $< -o $@
@@ -259,13 +331,15 @@ $(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ $(NCCL_TEST_LIBS)
 
-$(BUILD)/nonvcc/libreprod_shim.so: $(SHIM_SRC) $(HOOK_SRC) $(wildcard shim/*.h hooks/*.h)
+# The second shim's own build follows its own configuration (build/nonvcc/config): asked each
+# time, it rebuilds what changed, nothing when nothing did.
+$(BUILD)/nonvcc/libreprod_shim.so: FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nonvcc NVCC= $@
 
-# A shim built without MPICH's headers, for the tests of its pass-through
-# (tests/mpi_passthrough.sh): the build's own objects but one.
+# A shim built without MPICH's headers, as `make MPI_FAMILIES=openmpi` builds it, for the tests
+# of its pass-through (tests/mpi_passthrough.sh): the build's own objects but one.
 NOMPICH_OBJ := $(filter-out %/mpi_abi_mpich.o,$(SHIM_OBJ) $(HOOK_OBJ)) $(BUILD)/nompich/mpi_abi_mpich.o
-$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi_abi_mpich.c
+$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi_abi_mpich.c $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIMFLAGS) -DREPROD_WITHOUT_MPICH_HEADERS -MMD -MP -c $< -o $@
 
@@ -305,7 +379,6 @@ $(BUILD)/examples/%: examples/%.c
 	$(MPICC) $(BASE) $(CFLAGS) $< -o $@ -lm
 
 # The device checks against the real driver (tests/gpu/): built here, run on a GPU machine.
-GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
 $(BUILD)/tests/gpu/%: tests/gpu/%.c $(CORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm

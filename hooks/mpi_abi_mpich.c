@@ -1,7 +1,9 @@
 /* mpi_abi_mpich.c: the ABI of the MPICH family (MPICH, MVAPICH, Intel MPI, Cray MPICH), read
  * from MPICH's own mpi.h (compiled with MPICH's include directory, and only this file is).
- * Its handles are 32-bit integers known at compile time. Built without MPICH's headers, the
- * table is empty and the family is reported as unsupported at run time. */
+ * Its handles are 32-bit integers known at compile time. Built without MPICH's headers
+ * (make MPI_FAMILIES=openmpi), the table is empty and an MPICH job is passed through, logged.
+ * Any other mpi.h is refused: Open MPI's constants in this table would make every MPICH rank
+ * misread its handles. */
 #include "mpi_abi.h"
 
 #ifdef REPROD_WITHOUT_MPICH_HEADERS
@@ -9,6 +11,11 @@ const struct mpi_constants reprod_mpi_mpich = {.family = NULL};
 #else
 #include <mpi.h>
 #include <stddef.h>
+
+#if defined(OPEN_MPI) || !(defined(MPICH_VERSION) || defined(MPICH_NAME) || defined(I_MPI_VERSION))
+/* Another family's mpi.h (found on the compiler's path, say): its constants would be wrong. */
+#error "hooks/mpi_abi_mpich.c needs the MPICH family's mpi.h: check MPICC_MPICH"
+#endif
 
 /* A handle as the hooks carry it: the int's 32 bits, never sign-extended (MPI_DOUBLE_INT is
  * 0x8c000001, negative as an int). */

@@ -1,10 +1,21 @@
 /* mpi_abi_openmpi.c: Open MPI's ABI, read from its own mpi.h (compiled with Open MPI's include
  * directories, and only this file is). Its predefined handles are the addresses of library
- * globals: they are named here and looked up at run time, never referred to at link time. */
+ * globals: they are named here and looked up at run time, never referred to at link time.
+ * Built without Open MPI's headers (make MPI_FAMILIES=mpich), the table is empty and an Open
+ * MPI job is passed through, logged. Any other mpi.h is refused: MPICH's 32-bit handle types
+ * in this table would truncate every Open MPI handle. */
 #include "mpi_abi.h"
 
+#ifdef REPROD_WITHOUT_OPENMPI_HEADERS
+const struct mpi_constants reprod_mpi_openmpi = {.family = NULL};
+#else
 #include <mpi.h>
 #include <stddef.h>
+
+#if !defined(OPEN_MPI) || defined(MPICH_VERSION)
+/* Another family's mpi.h (found on the compiler's path, say): its constants would be wrong. */
+#error "hooks/mpi_abi_openmpi.c needs Open MPI's mpi.h: check MPICC"
+#endif
 
 #define NAMED(symbol) {0, symbol}
 #define ENGINE(symbol, type, elements) {NAMED(symbol), REPROD_ELEMENT_ENGINE_FLOAT, type, elements}
@@ -85,3 +96,4 @@ const struct mpi_constants reprod_mpi_openmpi = {
     .deterministic_op_count = sizeof deterministic_ops / sizeof deterministic_ops[0],
     .allgather_init_name = "MPIX_Allgather_init",
 };
+#endif
