@@ -140,7 +140,8 @@ STANDINS  := $(BUILD)/standins
 NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
              $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
-            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) $(MPI_STANDIN_INCOMPLETE)
+            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) $(MPI_STANDIN_INCOMPLETE) \
+            $(SEED_STANDIN_VARIANTS)
 GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -258,6 +259,15 @@ $(MPI_STANDIN_INCOMPLETE): tests/standins/mpi_standin.c tests/standins/mpi_stand
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) -DSTANDIN_WITHOUT_ALLTOALLV \
 	    '-DSTANDIN_VERSION="MPICH Version: 4.0.2 (a stand-in lacking MPI_Alltoallv)"' $< -o $@
+
+# The seeding stand-ins without what the hooks want (tests/seed_missing.sh): a libcurand
+# lacking its seeding call, a libtorch_cuda hiding the callers whose seeds pass unchanged.
+SEED_STANDIN_VARIANTS := $(BUILD)/tests/standins/lacking/libcurand.so $(BUILD)/tests/standins/lacking/libtorchcuda.so
+$(BUILD)/tests/standins/lacking/libcurand.so: STANDIN_VARIANT = -DSTANDIN_WITHOUT_SEEDING
+$(BUILD)/tests/standins/lacking/libtorchcuda.so: STANDIN_VARIANT = -DSTANDIN_HIDDEN_HELPERS
+$(SEED_STANDIN_VARIANTS): $(BUILD)/tests/standins/lacking/lib%.so: tests/standins/%.c $(CONFIG)/cc
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $(STANDIN_VARIANT) $< -o $@ -lm
 
 $(BUILD)/tests/progs/mpi_standin_job: tests/progs/mpi_standin_job.c tests/standins/mpi_standin.h \
     $(BUILD)/tests/standins/libmpi_standin.so

@@ -21,9 +21,11 @@ curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t generator,
 REPROD_EXPORT curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t generator,
                                                                 unsigned long long seed)
 {
-    REPROD_REAL(curandStatus_t(*)(curandGenerator_t, unsigned long long), real,
-                "curandSetPseudoRandomGeneratorSeed");
-    unsigned long long derived = reprod_seed_replace64("curandSetPseudoRandomGeneratorSeed", seed);
-    if (!real) return CURAND_STATUS_INTERNAL_ERROR;
-    return real(generator, derived);
+    static const char api[] = "curandSetPseudoRandomGeneratorSeed";
+    REPROD_REAL(curandStatus_t(*)(curandGenerator_t, unsigned long long), real, api);
+    if (!real) {
+        REPROD_REAL_MISSING(api);
+        return CURAND_STATUS_INTERNAL_ERROR;
+    }
+    return real(generator, reprod_seed_replace64(api, seed));
 }

@@ -8,6 +8,7 @@
 #define REPROD_HOOKS_REAL_H
 
 #include "common.h"
+#include "log.h"
 #include "resolve.h"
 
 #include <stdatomic.h>
@@ -28,5 +29,15 @@ static inline void *reprod_real(_Atomic(void *) *slot, const char *name)
 #define REPROD_REAL(type, variable, name)                                                          \
     static _Atomic(void *) variable##_slot;                                                        \
     __typeof__(type) variable = (__typeof__(type))reprod_real(&variable##_slot, name)
+
+/* A hook whose real `name` was not found: say so once (the hook then does what the library
+ * would answer without the function, or nothing; it never calls through NULL, and derives no
+ * seed that nothing would use). */
+#define REPROD_REAL_MISSING(name)                                                                  \
+    do {                                                                                           \
+        static atomic_flag warned_ = ATOMIC_FLAG_INIT;                                             \
+        if (!atomic_flag_test_and_set(&warned_))                                                   \
+            reprod_log(REPROD_LOG_WARN, "warning: %s: the real function was not found", name);     \
+    } while (0)
 
 #endif /* REPROD_HOOKS_REAL_H */

@@ -35,31 +35,39 @@ static void x48_to(uint64_t value, unsigned short x[3])
 REPROD_EXPORT void srand(unsigned int seed)
 {
     REPROD_REAL(void (*)(unsigned int), real, "srand");
-    unsigned int derived = reprod_seed_replace32("srand", seed);
-    if (real) real(derived);
+    if (real)
+        real(reprod_seed_replace32("srand", seed));
+    else
+        REPROD_REAL_MISSING("srand");
 }
 
 REPROD_EXPORT void srandom(unsigned int seed)
 {
     REPROD_REAL(void (*)(unsigned int), real, "srandom");
-    unsigned int derived = reprod_seed_replace32("srandom", seed);
-    if (real) real(derived);
+    if (real)
+        real(reprod_seed_replace32("srandom", seed));
+    else
+        REPROD_REAL_MISSING("srandom");
 }
 
 REPROD_EXPORT char *initstate(unsigned int seed, char *state, size_t state_bytes)
 {
     REPROD_REAL(char *(*)(unsigned int, char *, size_t), real, "initstate");
-    unsigned int derived = reprod_seed_replace32("initstate", seed);
-    if (!real) return NULL;
-    return real(derived, state, state_bytes);
+    if (!real) {
+        REPROD_REAL_MISSING("initstate");
+        return NULL;
+    }
+    return real(reprod_seed_replace32("initstate", seed), state, state_bytes);
 }
 
 /* srand48 takes a long, but glibc keeps only its low 32 bits: a 32-bit seed. */
 REPROD_EXPORT void srand48(long seed)
 {
     REPROD_REAL(void (*)(long), real, "srand48");
-    long derived = (long)reprod_seed_replace32("srand48", (uint32_t)seed);
-    if (real) real(derived);
+    if (real)
+        real((long)reprod_seed_replace32("srand48", (uint32_t)seed));
+    else
+        REPROD_REAL_MISSING("srand48");
 }
 
 /* The caller's array is read, never written: the real function gets a derived copy. The X
@@ -68,8 +76,11 @@ REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 {
     REPROD_REAL(unsigned short *(*)(unsigned short *), real, "seed48");
     unsigned short derived[3];
+    if (!real) {
+        REPROD_REAL_MISSING("seed48");
+        return NULL;
+    }
     x48_to(reprod_seed_replace48("seed48", x48_from(seed)), derived);
-    if (!real) return NULL;
     unsigned short *previous = real(derived);
     if (previous) reprod_seed_note_handed_out48(x48_from(previous));
     return previous;
@@ -80,16 +91,23 @@ REPROD_EXPORT void lcong48(unsigned short param[7])
 {
     REPROD_REAL(void (*)(unsigned short *), real, "lcong48");
     unsigned short derived[7];
+    if (!real) {
+        REPROD_REAL_MISSING("lcong48");
+        return;
+    }
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48", x48_from(param)), derived);
-    if (real) real(derived);
+    real(derived);
 }
 
 REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
 {
     REPROD_REAL(int (*)(unsigned int, struct random_data *), real, "srandom_r");
+    if (!real) {
+        REPROD_REAL_MISSING("srandom_r");
+        return errno = ENOSYS, -1;
+    }
     unsigned int derived = reprod_seed_replace32("srandom_r", seed);
-    if (!real) return errno = ENOSYS, -1;
     return real(derived, buffer);
 }
 
@@ -97,16 +115,22 @@ REPROD_EXPORT int initstate_r(unsigned int seed, char *state, size_t state_bytes
                               struct random_data *buffer)
 {
     REPROD_REAL(int (*)(unsigned int, char *, size_t, struct random_data *), real, "initstate_r");
+    if (!real) {
+        REPROD_REAL_MISSING("initstate_r");
+        return errno = ENOSYS, -1;
+    }
     unsigned int derived = reprod_seed_replace32("initstate_r", seed);
-    if (!real) return errno = ENOSYS, -1;
     return real(derived, state, state_bytes, buffer);
 }
 
 REPROD_EXPORT int srand48_r(long seed, struct drand48_data *buffer)
 {
     REPROD_REAL(int (*)(long, struct drand48_data *), real, "srand48_r");
+    if (!real) {
+        REPROD_REAL_MISSING("srand48_r");
+        return errno = ENOSYS, -1;
+    }
     long derived = (long)reprod_seed_replace32("srand48_r", (uint32_t)seed);
-    if (!real) return errno = ENOSYS, -1;
     return real(derived, buffer);
 }
 
@@ -114,8 +138,11 @@ REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
 {
     REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "seed48_r");
     unsigned short derived[3];
+    if (!real) {
+        REPROD_REAL_MISSING("seed48_r");
+        return errno = ENOSYS, -1;
+    }
     x48_to(reprod_seed_replace48("seed48_r", x48_from(seed)), derived);
-    if (!real) return errno = ENOSYS, -1;
     int status = real(derived, buffer);
     if (status == 0) reprod_seed_note_handed_out48(x48_from(buffer->__old_x));
     return status;
@@ -125,8 +152,11 @@ REPROD_EXPORT int lcong48_r(unsigned short param[7], struct drand48_data *buffer
 {
     REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "lcong48_r");
     unsigned short derived[7];
+    if (!real) {
+        REPROD_REAL_MISSING("lcong48_r");
+        return errno = ENOSYS, -1;
+    }
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48_r", x48_from(param)), derived);
-    if (!real) return errno = ENOSYS, -1;
     return real(derived, buffer);
 }

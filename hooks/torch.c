@@ -23,6 +23,10 @@
  * nothing behind. The CPU generator's clone_impl and set_state copy the engine without a call.
  * Any other caller's seed goes to reprod_seed_replace64, which keeps a seed the shim produced:
  * torch.manual_seed(torch.initial_seed()) keeps the stream of the first seeding.
+ * When one of those three callers is not found (a PyTorch whose symbols differ, or hides them),
+ * its seeds cannot be told from the user's, and deriving them would change a restored or copied
+ * stream: every CUDA seed then passes unchanged, with one warning (the job runs as without the
+ * shim).
  * Generator::seed() draws a seed from the OS and passes it here: it is derived like a user's,
  * so torch.manual_seed(torch.seed()) in a later run gives the same stream.
  */
@@ -33,6 +37,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define CPU_SET_SEED  "_ZN2at16CPUGeneratorImpl16set_current_seedEm"
@@ -76,6 +81,7 @@ static struct {
     {CUDA_CREATE, "a new generator's default seed (createCUDAGenerator)", {0, 0}},
 };
 static pthread_once_t callers_once = PTHREAD_ONCE_INIT;
+static int caller_not_found = -1; /* the first of them not found (or not sized), or -1 */
 
 static void find_callers(void)
 {
@@ -83,8 +89,11 @@ static void find_callers(void)
         void *address = reprod_resolve(unchanged_callers[i].symbol);
         Dl_info info;
         const ElfW(Sym) *symbol = NULL;
-        if (!address || !dladdr1(address, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol)
+        if (!address || !dladdr1(address, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol ||
+            !symbol->st_size) {
+            if (caller_not_found < 0) caller_not_found = (int)i;
             continue;
+        }
         unchanged_callers[i].range.start = (uintptr_t)address;
         unchanged_callers[i].range.end = (uintptr_t)address + symbol->st_size;
     }
@@ -98,7 +107,16 @@ static const char *unchanged_because(void *return_address)
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(unchanged_callers); i++)
         if (address >= unchanged_callers[i].range.start && address < unchanged_callers[i].range.end)
             return unchanged_callers[i].why;
-    return NULL;
+    if (caller_not_found < 0) return NULL;
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&warned))
+        reprod_log(REPROD_LOG_WARN,
+                   "warning: at::CUDAGeneratorImpl::set_current_seed: %s was not found (the "
+                   "caller for %s), so a restored or copied seed cannot be told from a new one: "
+                   "CUDA generators' seeds pass unchanged",
+                   unchanged_callers[caller_not_found].symbol,
+                   unchanged_callers[caller_not_found].why);
+    return "PyTorch's callers were not all found";
 }
 
 __attribute__((noinline)) void reprod_torch_cpu_set_current_seed(void *generator, uint64_t seed)

@@ -1,6 +1,7 @@
 /* A host-only stand-in for libcurand, for tests on machines without CUDA: the few calls of
  * cuRAND's host API that tests/progs/seed_curand.c makes, with cuRAND's names and signatures.
- * The generator is splitmix64 from the seed (not cuRAND's XORWOW: only the seed matters). */
+ * The generator is splitmix64 from the seed (not cuRAND's XORWOW: only the seed matters).
+ * Built with -DSTANDIN_WITHOUT_SEEDING, it lacks curandSetPseudoRandomGeneratorSeed. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -30,12 +31,14 @@ curandStatus_t curandCreateGeneratorHost(curandGenerator_t *generator, int type)
     return curandCreateGenerator(generator, type);
 }
 
+#ifndef STANDIN_WITHOUT_SEEDING
 curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t generator,
                                                   unsigned long long seed)
 {
     generator->state = seed;
     return CURAND_STATUS_SUCCESS;
 }
+#endif
 
 curandStatus_t curandGenerateUniform(curandGenerator_t generator, float *out, size_t count)
 {

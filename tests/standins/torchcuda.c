@@ -7,7 +7,9 @@
  * with the source's seed, as PyTorch 1.x to 2.2 do (`gen->set_current_seed(this->seed_)` on a
  * `new CUDAGeneratorImpl`, which a compiler may devirtualise into a call through the PLT). The
  * standin_* calls stand for libtorch_python's (torch.cuda.manual_seed, torch.cuda.set_rng_state,
- * Generator.clone, ...). */
+ * Generator.clone, ...). Built with -DSTANDIN_HIDDEN_HELPERS, set_state, clone_impl and
+ * createCUDAGenerator are not exported: a PyTorch whose callers of set_current_seed the shim
+ * cannot find. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +30,19 @@ struct tensor_impl {
 
 #define DEFAULT_RNG_SEED_VAL UINT64_C(67280421310721) /* c10::detail::default_rng_seed_val */
 
+#ifdef STANDIN_HIDDEN_HELPERS
+#define HELPER __attribute__((visibility("hidden")))
+#else
+#define HELPER
+#endif
+
 void cuda_set_current_seed(struct generator *self,
                            uint64_t seed) __asm__("_ZN2at17CUDAGeneratorImpl16set_current_seedEm");
-void cuda_set_state(struct generator *self, const struct tensor_impl *state) __asm__(
+HELPER void cuda_set_state(struct generator *self, const struct tensor_impl *state) __asm__(
     "_ZN2at17CUDAGeneratorImpl9set_stateERKN3c1010TensorImplE");
-struct generator *
+HELPER struct generator *
 cuda_create(signed char device) __asm__("_ZN2at4cuda6detail19createCUDAGeneratorEa");
-struct generator *cuda_clone_impl(const struct generator *self) __asm__(
+HELPER struct generator *cuda_clone_impl(const struct generator *self) __asm__(
     "_ZNK2at17CUDAGeneratorImpl10clone_implEv"); /* CUDAGeneratorImpl::clone_impl() const */
 struct generator *standin_generator(void);
 void standin_manual_seed(struct generator *self, uint64_t seed);
