@@ -32,8 +32,10 @@ static mpi_handle deterministic_ops[MAX_DETERMINISTIC_OPS];
 static size_t deterministic_op_count;
 static struct reprod_once sizes_once = REPROD_ONCE_INIT; /* checked on every call: inline */
 
-/* What a function the library lacks answers (it is only ever reached by a caller that found
- * the library lacking: the data paths check HAS_MPI first). */
+/* What a function the library lacks answers: MPI_ERR_INTERN (MPICH's value when no family is
+ * known). The data paths check HAS_MPI first; a hook reaches it only for a function of a newer
+ * MPI than the library (MPI_Allreduce_c on an MPI-3 library, say), which a program that found
+ * the shim's export by name may call: an error, never a call through NULL. */
 static int function_missing(void)
 {
     return mpi.abi ? mpi.abi->err_intern : 16;
