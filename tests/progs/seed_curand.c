@@ -44,6 +44,7 @@ int main(int argc, char **argv)
     if (rc == 0) rc = uniform(generator, values, 4);
     if (rc != 0) {
         fprintf(stderr, "seed_curand: cuRAND status %d\n", rc);
+        if (generator) destroy(generator);
         return 1;
     }
     printf("curand: %a %a %a %a\n", values[0], values[1], values[2], values[3]);
