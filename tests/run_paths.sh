@@ -12,9 +12,9 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 native=$("$PROBE" | grep '^rand: ')
 
-copy_build() { # DIRECTORY: the reprod binary and the shim beside it
+copy_build() { # DIRECTORY: the reprod binary and the shim it preloads, the one beside it
     mkdir -p "$1"
-    cp "$BUILD/reprod" "$SHIM" "$1/"
+    cp "$BUILD/reprod" "$BUILD/libreprod_shim.so" "$1/"
 }
 
 copy_build "$dir/plain"
