@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "common.h"
+#include "launcher.h"
 #include "once.h"
 
 #include <errno.h>
@@ -429,6 +430,15 @@ static void load_config(void)
     char *const no_environment[] = {NULL};
     char error[PATH_MAX + 128];
     parse_settings(no_environment, 0, &process_config, error, sizeof error);
+    /* A launcher is left exactly as it is: its settings are not even read (its ranks read
+     * them, and a bad one stops them), and nothing is ever written. */
+    const char *launcher = reprod_launcher_detect();
+    if (launcher) {
+        process_config.mode = REPROD_MODE_OFF;
+        process_config.verbose = REPROD_VERBOSE_SILENT;
+        process_config.launcher = launcher;
+        return;
+    }
     int secure = getauxval(AT_SECURE) != 0;
     if (parse_settings(environ, secure, &loaded, error, sizeof error) != 0) {
         write_stderr_line(error);

@@ -30,7 +30,11 @@ struct reprod_config {
     char log_pattern[PATH_MAX];     /* REPROD_LOG; empty: stderr */
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
     unsigned scratch_mb;            /* REPROD_SCRATCH_MB: device scratch bound per call (MiB) */
+    const char *launcher;           /* non-NULL: this process is that launcher (launcher.h) */
 };
+
+/* `verbose` of a launcher: nothing is written, not even a warning. */
+#define REPROD_VERBOSE_SILENT (-1)
 
 /* REPROD_SCRATCH_MB's default and upper bound (MiB). */
 #define REPROD_SCRATCH_MB_DEFAULT 64
@@ -69,7 +73,9 @@ const char *reprod_setting_show(const struct reprod_setting *setting,
 /* The process's settings, parsed on first use (thread-safe; a call that re-enters while this
  * thread parses them gets the defaults). On a bad value it writes one line to stderr and calls
  * _exit(2): it never returns NULL. In a secure-execution process (AT_SECURE: setuid, setgid,
- * capabilities) every setting that names a file is ignored, with one line on stderr each. */
+ * capabilities) every setting that names a file is ignored, with one line on stderr each. In
+ * a launcher (launcher.h) nothing is read: the shim changes nothing there (mode off), writes
+ * nothing (REPROD_VERBOSE_SILENT, no log, no trace, no entropy) and `launcher` names it. */
 const struct reprod_config *reprod_config(void);
 
 /* Parse the settings from `environment` (a NULL-terminated "NAME=value" array, like environ)

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # cuRAND's curandSetPseudoRandomGeneratorSeed under the shim (hooks/curand.c), with libcurand
 # loaded RTLD_LOCAL: a host generator seeded with s under the shim gives what it gives without
-# the shim seeded with reprod_seed_derive(s, rank, policy). On the host-only stand-in, and on
+# the shim seeded with the policy's derivation of s (tests/seed_reference.py, README's formula,
+# computed without the shim). On the host-only stand-in, and on
 # the real libcurand (its host generator needs no GPU) when CUDA's is installed.
 . tests/lib.sh
 
 unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID
 PROGS=$BUILD/tests/progs
-for program in seed_curand seed_derive; do
+for program in seed_curand; do
     [ -x "$PROGS/$program" ] || fail "$PROGS/$program is not built"
 done
-derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 
 libraries=("$BUILD/tests/standins/libcurand.so")
 [ -f "${libraries[0]}" ] || fail "${libraries[0]} is not built"
@@ -41,6 +42,6 @@ for library in "${libraries[@]}"; do
     done
     off=$(REPROD_SEED_POLICY=off LD_PRELOAD="$PRELOAD" "$PROGS/seed_curand" "$library" $SEED)
     [ "$off" = "$plain" ] || fail "$name: REPROD_SEED_POLICY=off changed the generator"
-    ok "$name: seeded as reprod_seed_derive says (hash, rank), unchanged under off"
+    ok "$name: seeded as the reference derivation says (hash, rank), unchanged under off"
 done
 rm -f "$BUILD/seed_curand.log"

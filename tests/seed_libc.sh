@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # libc's seeding calls under the shim (hooks/rng.c): for every API and policy, a run under the
-# shim seeded with s prints what a run without it prints when seeded with
-# reprod_seed_derive*(s, rank, policy); the rank comes from each launcher's variable, does not
+# shim seeded with s prints what a run without it prints when seeded with the policy's
+# derivation of s, as tests/seed_reference.py computes it from README's formula without the
+# shim; the exported reprod_seed_derive* (what a user calls to reproduce a run without the
+# shim) give the same values; the rank comes from each launcher's variable, does not
 # depend on the world size, and is 0 (said in the log) while unknown; unseeded generators and
 # the policy off are untouched; each call is logged at REPROD_VERBOSE=2; a state that seed48
 # handed back and the caller passes back restores the generator instead of being derived again.
@@ -20,7 +22,7 @@ S48=1234567 # the X of seed48 and lcong48
 APIS="srand srandom initstate srand48 seed48 lcong48 initstate_r srandom_r srand48_r seed48_r
 lcong48_r"
 
-derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 shimmed() { env LD_PRELOAD="$PRELOAD" "$@"; }
 
 # What a run without the shim prints when seeded as the shim would seed on RANK under POLICY.
@@ -36,12 +38,37 @@ for policy in hash rank shared off; do
         expected=$(expected_for $policy $rank)
         [ "$got" = "$expected" ] ||
             fail "policy $policy, rank $rank: the generators differ from seeding with" \
-                "reprod_seed_derive: $(diff <(echo "$expected") <(echo "$got"))"
+                "the reference derivation: $(diff <(echo "$expected") <(echo "$got"))"
         lines=$(echo "$got" | wc -l)
         [ "$lines" -eq 11 ] || fail "expected 11 APIs, got $lines lines"
     done
 done
-ok "every API and policy: the run under the shim equals seeding with reprod_seed_derive*"
+ok "every API and policy: the run under the shim equals seeding with the reference derivation"
+
+# The public API, taken from the shim by dlopen as a user would: the reference's values.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+SEEDS="0 42 43 0xFFFFFFFF 0x0123456789ABCDEF 18446744073709551615"
+for policy in hash rank shared off; do
+    for rank in 0 1 3 1073741824; do
+        for width in 64 48 32; do
+            for seed in $SEEDS; do echo "$policy $rank $width $seed"; done
+        done
+    done
+done >"$work/grid"
+for policy in hash rank shared off; do
+    for rank in 0 1 3 1073741824; do
+        for width in 64 48 32; do # the grid's order
+            with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" $policy $rank $width $SEEDS
+        done
+    done
+done >"$work/api"
+# Compared as strings: awk would compare 64-bit numbers as doubles.
+derive - <"$work/grid" | paste -d ' ' "$work/grid" - "$work/api" | awk '($5 "") != ($6 "") {
+    print "policy " $1 ", rank " $2 ", " $3 " bits, seed " $4 ": reference " $5 ", API " $6 }' >"$work/differ"
+[ -s "$work/differ" ] && fail "the exported derivations differ: $(cat "$work/differ")"
+[ "$(wc -l <"$work/api")" -eq 288 ] || fail "seed_derive printed $(wc -l <"$work/api") lines"
+ok "reprod_seed_derive, reprod_seed_derive48, reprod_seed_derive32: the reference's values"
 
 # The hook acts: under hash, no API gives what the caller's own seed gives.
 plain=$("$PROGS/seed_libc" $S32 $S48)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PyTorch's generators under the shim (hooks/torch.c). torch.manual_seed(s) and
 # torch.Generator().manual_seed(s): torch.rand is the same over two runs, and equal to a run
-# WITHOUT the shim seeded with reprod_seed_derive(s, rank, policy): proof that the preloaded
+# WITHOUT the shim seeded with the policy's derivation of s (tests/seed_reference.py, README's
+# formula, computed without the shim): proof that the preloaded
 # at::CPUGeneratorImpl::set_current_seed takes the vtable slot of the RTLD_LOCAL libtorch_cpu.
 # Seeding again with the seed a generator reports (torch.manual_seed(torch.initial_seed()))
 # keeps its stream: the shim does not derive its own seed a second time.
@@ -12,10 +13,10 @@
 unset RANK OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID
 PROGS=$BUILD/tests/progs
 STANDIN=$BUILD/tests/standins/libtorchcuda.so
-for program in "$PROGS/seed_derive" "$PROGS/seed_torch_standin" "$STANDIN"; do
+for program in "$PROGS/seed_torch_standin" "$STANDIN"; do
     [ -e "$program" ] || fail "$program is not built"
 done
-derive() { with_sanitizer_runtime "$PROGS/seed_derive" "$SHIM" "$@"; } # POLICY RANK WIDTH SEED
+derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 
 # CUDA generator semantics, on the stand-in (no GPU needed).
 SEED=42
@@ -108,8 +109,8 @@ for check in "manual_seed(initial_seed()) replays" "Generator seeded with initia
 done
 [ "$first" = "$without_hash" ] ||
     fail "torch.manual_seed($SEED) under the shim is not torch.manual_seed($hash_seed =" \
-        "reprod_seed_derive($SEED, 0, hash)) without it: '$first' vs '$without_hash'"
-ok "torch.manual_seed and Generator.manual_seed: repeat, and equal seeding with reprod_seed_derive"
+        "the reference derivation of $SEED, rank 0, hash) without it: '$first' vs '$without_hash'"
+ok "torch.manual_seed and Generator.manual_seed: repeat, and equal seeding with the reference derivation"
 ok "torch.manual_seed(torch.initial_seed()) keeps the stream; get/set_rng_state and fork_rng replay"
 
 got=$(RANK=3 REPROD_SEED_POLICY=rank REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD run_torch $SEED 2>"$BUILD/seed_torch.log")
@@ -123,4 +124,4 @@ want="seed: at::CPUGeneratorImpl::set_current_seed $SEED -> $rank_seed (policy r
 want="seed: at::CPUGeneratorImpl::set_current_seed $rank_seed -> $rank_seed (policy rank, rank 3 from RANK, $RECORDED)"
 [ "$(echo "$log" | grep -cF "$want")" -eq 2 ] ||
     fail "expected two log lines '$want' for the two seedings with initial_seed(): $log"
-ok "policy rank on rank 3: seeded with reprod_seed_derive($SEED, 3, rank), each call logged"
+ok "policy rank on rank 3: seeded with the reference derivation ($SEED, 3, rank), each call logged"

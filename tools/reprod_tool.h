@@ -19,7 +19,8 @@ int reprod_doctor_command(int argc, char **argv);
 int reprod_shim_path(char *path, size_t path_bytes);
 
 /* Append the shim to LD_PRELOAD in this process's environment (kept as it is when it is
- * there already). 0, or -1 after a message. */
+ * there already). 0, or -1 after a message: also when the shim's path holds a space or a
+ * colon, which the loader would split (the command would run without the shim). */
 int reprod_preload_shim(void);
 
 /* Check the REPROD_* environment as the shim will at load: 0, or -1 after the shim's message,

@@ -44,6 +44,17 @@ int reprod_preload_shim(void)
         fprintf(stderr, "reprod: no libreprod_shim.so beside the reprod binary (build it: make)\n");
         return -1;
     }
+    /* The loader splits LD_PRELOAD at spaces and colons and skips the pieces it cannot open:
+     * the command would run without the shim, and say nothing about it. */
+    const char *split = strpbrk(shim, " :");
+    if (split) {
+        fprintf(stderr,
+                "reprod: the shim's path %s contains %s, where the loader splits LD_PRELOAD: the "
+                "command would run without the shim; move the build to a path without spaces or "
+                "colons\n",
+                shim, *split == ' ' ? "a space" : "a colon");
+        return -1;
+    }
     const char *old = getenv("LD_PRELOAD");
     if (old && *old) {
         /* Already there (a nested reprod run, or the user's own): keep the list as it is. */

@@ -1,0 +1,18 @@
+"""A torchrun worker for tests/launchers.sh: joins the gloo group on localhost, seeds torch
+with 42 + its rank (the form policy rank is for), draws entropy, and prints its rank, pid and
+torch.initial_seed() on stdout."""
+import os
+
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(42 + rank)
+os.urandom(16)
+ones = torch.ones(4)
+dist.all_reduce(ones)
+assert ones.tolist() == [float(dist.get_world_size())] * 4
+print("worker rank %d pid %d initial_seed %d" % (rank, os.getpid(), torch.initial_seed()),
+      flush=True)
+dist.destroy_process_group()
