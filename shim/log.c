@@ -1,7 +1,8 @@
 /* log.c: one line per message, written with a single write(2) so that lines of several
- * threads or ranks sharing a file do not interleave. The REPROD_LOG file is opened once, on
- * the first line, through safe_path.h (no symbolic link, no other user's directory or file)
- * and without truncating it. */
+ * threads or ranks sharing a file do not interleave, and always one line: whatever a value
+ * holds, a newline or a terminal control reaches the log only escaped (record.h). The
+ * REPROD_LOG file is opened once, on the first line, through safe_path.h (no symbolic link, no
+ * other user's directory or file) and without truncating it. */
 #include "log.h"
 
 #include "config.h"
@@ -69,15 +70,18 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes, ch
     return 0;
 }
 
-/* Write "reprod[<rank>]: <message>\n" to `fd` in one write. */
+/* Write "reprod[<rank>]: <message>\n" to `fd` in one write, the message's control characters
+ * escaped: values should have been escaped where they were formatted (reprod_escape_text); a
+ * value that was not can still not end the line or start another. */
 static void write_line(int fd, const char *format, va_list arguments)
 {
-    char line[2048];
+    char message[2048], line[2048];
+    int length = vsnprintf(message, sizeof message, format, arguments);
+    if (length < 0) return;
+    if ((size_t)length >= sizeof message) length = (int)sizeof message - 1;
     int used = snprintf(line, sizeof line, "reprod[%d]: ", reprod_rank());
-    int more = vsnprintf(line + used, sizeof line - (size_t)used - 1, format, arguments);
-    if (more < 0) return;
-    used += more;
-    if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
+    used += (int)reprod_escape_controls(message, (size_t)length, line + used,
+                                        sizeof line - (size_t)used - 1);
     line[used++] = '\n';
     reprod_guard_enter();
     ssize_t ignored = write(fd, line, (size_t)used);

@@ -1,4 +1,5 @@
-/* trace.c: the trace files of REPROD_TRACE. Format, one call per line:
+/* trace.c: the trace files of REPROD_TRACE. Format, one call per line, a record of record.h
+ * (api, action and detail escaped as words: no value can make a space or a line of its own):
  *
  *   seq=12 api=MPI_Allreduce action=exact detail=float32 count=1000 ranks=4 in=<hex> out=<hex>
  *
@@ -142,16 +143,20 @@ static void write_record(const struct reprod_trace_record *record, const char *s
         snprintf(input, sizeof input, "%016llx", (unsigned long long)record->input_hash);
     if (record->has_output)
         snprintf(output, sizeof output, "%016llx", (unsigned long long)record->output_hash);
-    char detail[64]; /* one word: the fields are separated by spaces */
-    snprintf(detail, sizeof detail, "%s", record->detail);
-    for (char *c = detail; *c; c++)
-        if (*c == ' ') *c = '-';
+    /* Words (record.h): the fields are separated by spaces, and a line ends the record. */
+    char spaced[64], api[128], action[64], detail[128];
+    snprintf(spaced, sizeof spaced, "%s", record->detail ? record->detail : "");
+    for (char *c = spaced; *c; c++)
+        if (*c == ' ') *c = '-'; /* "non-float type": non-float-type, as it always was */
+    reprod_escape_word(spaced, detail, sizeof detail);
+    reprod_escape_word(record->api ? record->api : "", api, sizeof api);
+    reprod_escape_word(record->action ? record->action : "", action, sizeof action);
     char line[512];
     int length =
         snprintf(line, sizeof line,
                  "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s%s\n",
-                 (unsigned long long)record->sequence, record->api, record->action, detail,
-                 record->count, record->ranks, input, output, suffix);
+                 (unsigned long long)record->sequence, api, action, detail, record->count,
+                 record->ranks, input, output, suffix);
     if (length <= 0 || (size_t)length >= sizeof line) return;
     /* A line written while this thread opens the trace (a warning that re-enters) is dropped. */
     if (!reprod_once(&open_once, open_trace) || trace_fd < 0) return;

@@ -1,7 +1,10 @@
 /* test_record.c: what the shim writes cannot be forged by a value (shim/record.c): the
- * escaping of values in messages and in records, and the splitting of records that `reprod
- * doctor` and `reprod diff` read back. Expected texts are written out by hand, byte by byte. */
+ * escaping of values in messages and in records, the splitting of records that `reprod doctor`
+ * and `reprod diff` read back, and a trace line written with hostile strings
+ * (shim/trace.c). Expected texts are written out by hand, byte by byte. */
+#include "config.h"
 #include "record.h"
+#include "trace.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -164,4 +167,42 @@ Test(record, every_escaped_word_is_a_value_the_reader_accepts)
                      escaped);
         cr_assert_str_eq(words[0].value, escaped);
     }
+}
+
+/* A trace line written with hostile strings in every string field is one record, its words
+ * escaped: a newline, a space or an escape code in a value cannot make a record of its own. */
+Test(trace, hostile_strings_stay_inside_one_record)
+{
+    char dir[] = "/tmp/reprod-test-record.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("REPROD_TRACE", dir, 1);
+    cr_assert_str_eq(reprod_config()->trace_dir, dir, "the settings were read before the test");
+    struct reprod_trace_record record = {
+        .sequence = 1,
+        .api = "MPI_Allreduce\nseq=2 api=MPI_Allreduce action=exact",
+        .action = "exact \x1b[31m",
+        .detail = "float64\r\n",
+        .count = 5,
+        .ranks = 2,
+        .has_input = 1,
+        .input_hash = 0x1234,
+    };
+    reprod_trace_write(&record);
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/rank0.trace", dir);
+    FILE *file = fopen(path, "r");
+    cr_assert_not_null(file, "no trace written at %s", path);
+    char header[256], line[1024], more[16];
+    cr_assert_not_null(fgets(header, sizeof header, file));
+    cr_assert_not_null(fgets(line, sizeof line, file));
+    cr_expect_null(fgets(more, sizeof more, file), "more than one record: %s", more);
+    fclose(file);
+    cr_expect_str_eq(line, "seq=1 api=MPI_Allreduce\\nseq=2\\x20api=MPI_Allreduce\\x20action=exact "
+                           "action=exact\\x20\\x1b[31m detail=float64\\r\\n count=5 ranks=2 "
+                           "in=0000000000001234 out=-\n");
+    line[strlen(line) - 1] = '\0';
+    struct reprod_record_word words[16];
+    cr_expect_eq(reprod_record_split(line, words, 16), 8);
+    unlink(path);
+    rmdir(dir);
 }
