@@ -179,9 +179,10 @@ int reprod_safe_open_append(const char *path, char *why, size_t why_bytes)
         fd = openat(dir, name,
                     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
                     0644);
-        if (fd < 0)
-            snprintf(why, why_bytes, "%s",
-                     errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        if (fd < 0 && errno == ELOOP)
+            snprintf(why, why_bytes, "it is a symbolic link");
+        else if (fd < 0)
+            snprintf(why, why_bytes, "cannot open it (%s)", strerror(errno));
         close(dir);
     }
     if (fd >= 0 && check_log_file(fd, why, why_bytes) != 0) {

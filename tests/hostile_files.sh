@@ -110,7 +110,7 @@ int gethostname(char *name, size_t length) { strncpy(name, getenv("FAKE_HOSTNAME
 C
 cc -shared -fPIC -o "$dir/libhost.so" "$dir/host.c" || fail "cannot build the gethostname stand-in"
 timeout -k 2 20 env FAKE_HOSTNAME="../victim/x" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/%h.log" \
-    LD_PRELOAD="$dir/libhost.so:$PRELOAD" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
+    LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
 grep -q "warning: REPROD_LOG: cannot use $dir/logs/%h.log: the host name \.\./victim/x (%h) would add a directory" "$dir/err" ||
     fail "a host name with a slash was not refused: $(cat "$dir/err")"
 victim_untouched "%h with a slash"
