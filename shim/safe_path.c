@@ -14,10 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* path[0 .. length), escaped for a message, into out[0 .. out_bytes). */
+/* path[0 .. length), escaped for a message, into out[0 .. out_bytes) (at most 512 bytes: a
+ * longer part is cut, ending in "..."). */
 static const char *shown(const char *path, size_t length, char *out, size_t out_bytes)
 {
-    char part[PATH_MAX];
+    char part[1024];
     snprintf(part, sizeof part, "%.*s", (int)length, path);
     return reprod_escape_text(part, out, out_bytes);
 }
@@ -29,8 +30,9 @@ static int check_directory(int fd, const char *path, size_t length, char *why, s
     struct stat status;
     char name[512];
     if (fstat(fd, &status) != 0) {
+        const char *reason = strerror(errno);
         snprintf(why, why_bytes, "cannot examine %s (%s)", shown(path, length, name, sizeof name),
-                 strerror(errno));
+                 reason);
         return -1;
     }
     if (S_ISLNK(status.st_mode)) {
@@ -62,8 +64,9 @@ static int open_component(int dir, const char *name, int create, const char *pat
     int fd = openat(dir, name, flags);
     if (fd < 0 && errno == ENOENT && create) {
         if (mkdirat(dir, name, 0755) != 0 && errno != EEXIST) {
+            const char *reason = strerror(errno);
             snprintf(why, why_bytes, "cannot create %s (%s)",
-                     shown(path, length, shown_path, sizeof shown_path), strerror(errno));
+                     shown(path, length, shown_path, sizeof shown_path), reason);
             return -1;
         }
         fd = openat(dir, name, flags);
