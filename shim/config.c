@@ -9,6 +9,7 @@
 #include "common.h"
 #include "launcher.h"
 #include "once.h"
+#include "record.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,14 +50,15 @@ static int load_word(const struct reprod_setting *setting, const struct reprod_c
     return index;
 }
 
-/* Write the "not valid" line for `text` of `setting` into error; returns -1. */
+/* Write the "not valid" line for `text` of `setting` into error (the value escaped: it is
+ * one line whatever it holds); returns -1. */
 static int refuse(const struct reprod_setting *setting, const char *text, char *error,
                   size_t error_bytes)
 {
-    char allowed[256];
+    char allowed[256], shown[1024];
     reprod_setting_allowed(setting, allowed, sizeof allowed);
-    snprintf(error, error_bytes, "%s=%s is not valid; allowed values: %s", setting->name, text,
-             allowed);
+    snprintf(error, error_bytes, "%s=%s is not valid; allowed values: %s", setting->name,
+             reprod_escape_text(text, shown, sizeof shown), allowed);
     return -1;
 }
 
@@ -136,9 +138,11 @@ static int parse_scratch(const struct reprod_setting *setting, const char *text,
                          struct reprod_config *config, char *error, size_t error_bytes)
 {
     size_t count = strspn(text, "0123456789");
-    if (count == 0 || count > 7 || text[count] != '\0') return refuse(setting, text, error, error_bytes);
+    if (count == 0 || count > 7 || text[count] != '\0')
+        return refuse(setting, text, error, error_bytes);
     unsigned long value = strtoul(text, NULL, 10);
-    if (value < 1 || value > REPROD_SCRATCH_MB_MAX) return refuse(setting, text, error, error_bytes);
+    if (value < 1 || value > REPROD_SCRATCH_MB_MAX)
+        return refuse(setting, text, error, error_bytes);
     config->scratch_mb = (unsigned)value;
     return 0;
 }
@@ -235,10 +239,11 @@ const char *reprod_setting_show(const struct reprod_setting *setting,
 {
     const char *value = setting->words ? setting->words[load_word(setting, config)]
                                        : setting->show(config, text, text_bytes);
+    char shown[1024]; /* a path escaped (record.h): one line whatever it holds */
     if (!value)
         snprintf(text, text_bytes, "(%s)", setting->default_value);
-    else if (value != text)
-        snprintf(text, text_bytes, "%s", value);
+    else
+        snprintf(text, text_bytes, "%s", reprod_escape_text(value, shown, sizeof shown));
     return text;
 }
 
@@ -371,14 +376,14 @@ int reprod_config_unknown(char *const environment[], size_t *cursor, char *name,
 }
 
 /* Write "reprod: <text>" and a newline to stderr in one write, without stdio (the host's
- * stderr buffer is not ours). */
+ * stderr buffer is not ours); one line whatever the text holds (record.h). */
 static void write_stderr_line(const char *text)
 {
     char line[PATH_MAX + 256];
-    int length = snprintf(line, sizeof line, "reprod: %s\n", text);
-    if (length < 0) return;
-    if ((size_t)length >= sizeof line) length = sizeof line - 1;
-    ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
+    size_t length = (size_t)snprintf(line, sizeof line, "reprod: ");
+    length += reprod_escape_controls(text, strlen(text), line + length, sizeof line - length - 1);
+    line[length++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, line, length);
     (void)ignored;
 }
 
@@ -389,16 +394,17 @@ void reprod_config_warn_unknown(char *const environment[])
     for (size_t k = 0; k < reprod_setting_count; k++)
         used = append_listed(known, sizeof known, used, reprod_settings[k].name);
     size_t cursor = 0;
-    char name[128];
+    char name[128], shown[512];
     const char *nearest = NULL;
     while (reprod_config_unknown(environment, &cursor, name, sizeof name, &nearest)) {
-        char warning[512];
+        char warning[1024];
+        reprod_escape_text(name, shown, sizeof shown);
         if (nearest)
             snprintf(warning, sizeof warning, "warning: unknown variable %s; did you mean %s?",
-                     name, nearest);
+                     shown, nearest);
         else
             snprintf(warning, sizeof warning,
-                     "warning: unknown variable %s; no known name is close (known: %s)", name,
+                     "warning: unknown variable %s; no known name is close (known: %s)", shown,
                      known);
         write_stderr_line(warning);
     }

@@ -65,8 +65,8 @@ extern const size_t reprod_setting_count;
 /* The allowed values of `setting` as one line ("exact, ordered, off"), in text[0 .. bytes). */
 void reprod_setting_allowed(const struct reprod_setting *setting, char *text, size_t text_bytes);
 
-/* The value of `setting` in `config` as one line: its word, its value, or "(<default>)" when
- * unset. Returns `text`. */
+/* The value of `setting` in `config` as one line: its word, its value (escaped, record.h), or
+ * "(<default>)" when unset. Returns `text`. */
 const char *reprod_setting_show(const struct reprod_setting *setting,
                                 const struct reprod_config *config, char *text, size_t text_bytes);
 

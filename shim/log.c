@@ -1,19 +1,20 @@
 /* log.c: one line per message, written with a single write(2) so that lines of several
- * threads or ranks sharing a file do not interleave. The REPROD_LOG file is opened once, on
- * the first line, without following a symbolic link and without truncating it. */
+ * threads or ranks sharing a file do not interleave, and always one line: whatever a value
+ * holds, a newline or a terminal control reaches the log only escaped (record.h). The
+ * REPROD_LOG file is opened once, on the first line, through safe_path.h (no symbolic link, no
+ * other user's directory or file) and without truncating it. */
 #include "log.h"
 
 #include "config.h"
 #include "guard.h"
 #include "once.h"
 #include "rank.h"
+#include "record.h"
+#include "safe_path.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static struct reprod_once open_once = REPROD_ONCE_INIT;
@@ -24,8 +25,14 @@ int reprod_log_enabled(enum reprod_log_level level)
     return (int)level <= reprod_config()->verbose;
 }
 
-/* Expand %h, %p, %r and %% of `pattern` into `path`. Returns 0, or -1 if it does not fit. */
-static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
+/* The names REPROD_LOG may give the process's own stderr by: links, which are otherwise never
+ * followed, to a descriptor the process has already. */
+static const char *const stderr_names[] = {"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"};
+
+/* Expand %h, %p, %r and %% of `pattern` into `path`. Returns 0, or -1 with the reason in why:
+ * it does not fit, or the host name would add a directory to the path ("/", ".", ".."). */
+static int expand_pattern(const char *pattern, char *path, size_t path_bytes, char *why,
+                          size_t why_bytes)
 {
     size_t used = 0;
     for (const char *p = pattern; *p; p++) {
@@ -35,6 +42,12 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
             if (*p == 'h') {
                 if (gethostname(piece, sizeof piece) != 0) strcpy(piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
+                if (strchr(piece, '/') || strcmp(piece, ".") == 0 || strcmp(piece, "..") == 0) {
+                    char name[256];
+                    snprintf(why, why_bytes, "the host name %s (%%h) would add a directory",
+                             reprod_escape_text(piece, name, sizeof name));
+                    return -1;
+                }
             } else if (*p == 'p') {
                 snprintf(piece, sizeof piece, "%ld", (long)getpid());
             } else if (*p == 'r') {
@@ -46,7 +59,10 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
             snprintf(piece, sizeof piece, "%c", *p);
         }
         size_t length = strlen(piece);
-        if (used + length + 1 > path_bytes) return -1;
+        if (used + length + 1 > path_bytes) {
+            snprintf(why, why_bytes, "it expands to more than %zu bytes", path_bytes - 1);
+            return -1;
+        }
         memcpy(path + used, piece, length);
         used += length;
     }
@@ -54,15 +70,18 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes)
     return 0;
 }
 
-/* Write "reprod[<rank>]: <message>\n" to `fd` in one write. */
+/* Write "reprod[<rank>]: <message>\n" to `fd` in one write, the message's control characters
+ * escaped: values should have been escaped where they were formatted (reprod_escape_text); a
+ * value that was not can still not end the line or start another. */
 static void write_line(int fd, const char *format, va_list arguments)
 {
-    char line[2048];
+    char message[2048], line[2048];
+    int length = vsnprintf(message, sizeof message, format, arguments);
+    if (length < 0) return;
+    if ((size_t)length >= sizeof message) length = (int)sizeof message - 1;
     int used = snprintf(line, sizeof line, "reprod[%d]: ", reprod_rank());
-    int more = vsnprintf(line + used, sizeof line - (size_t)used - 1, format, arguments);
-    if (more < 0) return;
-    used += more;
-    if ((size_t)used > sizeof line - 2) used = (int)sizeof line - 2;
+    used += (int)reprod_escape_controls(message, (size_t)length, line + used,
+                                        sizeof line - (size_t)used - 1);
     line[used++] = '\n';
     reprod_guard_enter();
     ssize_t ignored = write(fd, line, (size_t)used);
@@ -80,44 +99,24 @@ static void warn_on_stderr(const char *format, ...)
     va_end(arguments);
 }
 
-/* Open `path` to append to: never through a symbolic link, never truncated, and never
- * blocking (a FIFO would block until a reader came): only a regular file or a character
- * device (/dev/null, a terminal) is kept. Returns the descriptor, or -1 after a warning. */
-static int open_append_only(const char *path)
-{
-    int fd = open(
-        path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        warn_on_stderr("warning: REPROD_LOG: cannot open %s (%s); messages go to stderr", path,
-                       errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-        return -1;
-    }
-    struct stat status;
-    int flags = fcntl(fd, F_GETFL);
-    if (fstat(fd, &status) != 0 || !(S_ISREG(status.st_mode) || S_ISCHR(status.st_mode)) ||
-        flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        warn_on_stderr("warning: REPROD_LOG: %s is not a regular file or a character device; "
-                       "messages go to stderr",
-                       path);
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* open_once's initialiser (it runs inside the guard: open and close are the real ones). */
+/* open_once's initialiser (it runs inside the guard: open and close are the real ones). The
+ * log file as safe_path.h allows it (a file of this user's, or a device), or stderr after a
+ * warning. */
 static void open_log(void)
 {
     const char *pattern = reprod_config()->log_pattern;
     if (!pattern[0]) return;
-    char path[PATH_MAX];
+    for (size_t i = 0; i < sizeof stderr_names / sizeof stderr_names[0]; i++)
+        if (strcmp(pattern, stderr_names[i]) == 0) return;
+    char path[PATH_MAX], why[1024], shown[1024];
     int fd = -1;
-    if (expand_pattern(pattern, path, sizeof path) != 0)
-        warn_on_stderr("warning: REPROD_LOG: %s expands to more than %zu bytes; messages go to "
-                       "stderr",
-                       pattern, sizeof path - 1);
+    if (expand_pattern(pattern, path, sizeof path, why, sizeof why) == 0)
+        fd = reprod_safe_open_append(path, why, sizeof why);
     else
-        fd = open_append_only(path);
+        snprintf(path, sizeof path, "%s", pattern);
+    if (fd < 0)
+        warn_on_stderr("warning: REPROD_LOG: cannot use %s: %s; messages go to stderr",
+                       reprod_escape_text(path, shown, sizeof shown), why);
     log_fd = fd >= 0 ? fd : STDERR_FILENO;
 }
 

@@ -1,7 +1,8 @@
 /* log.h: the shim's messages, to REPROD_LOG (a file pattern) or stderr.
  *
- * Every line starts with "reprod[<rank>]: ". Warnings are always written; info lines need
- * REPROD_VERBOSE >= 1 and debug lines (one per intercepted call) REPROD_VERBOSE >= 2.
+ * Every line starts with "reprod[<rank>]: " and is one line, whatever a value holds (record.h).
+ * Warnings are always written; info lines need REPROD_VERBOSE >= 1 and debug lines (one per
+ * intercepted call) REPROD_VERBOSE >= 2.
  */
 #ifndef REPROD_LOG_H
 #define REPROD_LOG_H
@@ -16,7 +17,10 @@ enum reprod_log_level {
 /* 1 when a message of `level` would be written: test it before building an expensive one. */
 int reprod_log_enabled(enum reprod_log_level level);
 
-/* Write one line (printf format, no trailing newline needed) if `level` is enabled. */
+/* Write one line (printf format, no trailing newline needed) if `level` is enabled. A value
+ * from outside the shim (a path, a setting, a name) is passed through reprod_escape_text
+ * (record.h) first; whatever control character is left in the line is escaped here, so that a
+ * message is always one line. */
 void reprod_log(enum reprod_log_level level, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "audit.h"
 #include "log.h"
+#include "record.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -184,37 +185,62 @@ static void audit_summary(void)
                (unsigned long long)unaudited);
 }
 
+/* The counts: line being built, a record of record.h after "counts:": words key=value that
+ * tools (`reprod doctor`) read back and that no value can forge (each is escaped as a word).
+ * A new field is one more add_word or add_count; readers ignore keys they do not know. */
+struct counts_text {
+    char text[1024];
+    size_t used;
+};
+
+static void add_word(struct counts_text *counts, const char *key, const char *value)
+{
+    char word[128];
+    reprod_escape_word(value, word, sizeof word);
+    if (counts->used >= sizeof counts->text) return;
+    int n = snprintf(counts->text + counts->used, sizeof counts->text - counts->used, " %s=%s", key,
+                     word);
+    if (n > 0 && counts->used + (size_t)n < sizeof counts->text)
+        counts->used += (size_t)n;
+    else
+        counts->text[counts->used] = '\0'; /* a word that does not fit is left out whole */
+}
+
+static void add_count(struct counts_text *counts, const char *key, uint64_t value)
+{
+    char number[24];
+    snprintf(number, sizeof number, "%llu", (unsigned long long)value);
+    add_word(counts, key, number);
+}
+
 /* The counts as key=value words for tools (`reprod doctor`): one line, no prose. */
 static void counts_line(uint64_t exact, uint64_t ordered, uint64_t passed)
 {
-    char text[1024];
-    size_t used = 0;
-    int n = snprintf(text, sizeof text,
-                     "counts: pid=%ld exact=%llu ordered=%llu passed=%llu audited=%llu "
-                     "audit-differed=%llu seeds=%llu",
-                     (long)getpid(), (unsigned long long)exact, (unsigned long long)ordered,
-                     (unsigned long long)passed, (unsigned long long)atomic_load(&audited_calls),
-                     (unsigned long long)atomic_load(&audited_differing_calls),
-                     (unsigned long long)atomic_load(&seed_calls));
-    if (n > 0) used = (size_t)n;
-    for (int f = 0; f < REPROD_FAMILY_COUNT && used < sizeof text; f++) {
-        n = snprintf(text + used, sizeof text - used, " %s.made=%llu %s.passed=%llu",
-                     family_names[f], (unsigned long long)atomic_load(&family_deterministic[f]),
-                     family_names[f], (unsigned long long)atomic_load(&family_passed[f]));
-        if (n > 0) used += (size_t)n;
+    struct counts_text counts = {.text = "counts:", .used = strlen("counts:")};
+    add_count(&counts, "pid", (uint64_t)getpid());
+    add_count(&counts, "exact", exact);
+    add_count(&counts, "ordered", ordered);
+    add_count(&counts, "passed", passed);
+    add_count(&counts, "audited", atomic_load(&audited_calls));
+    add_count(&counts, "audit-differed", atomic_load(&audited_differing_calls));
+    add_count(&counts, "seeds", atomic_load(&seed_calls));
+    for (int f = 0; f < REPROD_FAMILY_COUNT; f++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s.made", family_names[f]);
+        add_count(&counts, key, atomic_load(&family_deterministic[f]));
+        snprintf(key, sizeof key, "%s.passed", family_names[f]);
+        add_count(&counts, key, atomic_load(&family_passed[f]));
     }
-    for (int i = 0; i < REPROD_PASS_REASON_COUNT && used < sizeof text; i++) {
+    for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++) {
         uint64_t calls = atomic_load(&pass_calls[i]);
         if (!calls) continue;
-        char name[64];
-        snprintf(name, sizeof name, "%s", reasons[i].name);
-        for (char *c = name; *c; c++)
+        char key[64];
+        snprintf(key, sizeof key, "pass.%s", reasons[i].name);
+        for (char *c = key; *c; c++)
             if (*c == ' ' || *c == ',') *c = '-';
-        n = snprintf(text + used, sizeof text - used, " pass.%s=%llu", name,
-                     (unsigned long long)calls);
-        if (n > 0) used += (size_t)n;
+        add_count(&counts, key, calls);
     }
-    reprod_log(REPROD_LOG_INFO, "%s", text);
+    reprod_log(REPROD_LOG_INFO, "%s", counts.text);
 }
 
 void reprod_stats_summary(void)
@@ -243,23 +269,23 @@ void reprod_stats_summary(void)
     char families_text[256] = "";
     size_t families_used = 0;
     for (int f = 0; f < REPROD_FAMILY_COUNT && families_used < sizeof families_text; f++) {
-        uint64_t made = atomic_load(&family_deterministic[f]), kept = atomic_load(&family_passed[f]);
+        uint64_t made = atomic_load(&family_deterministic[f]),
+                 kept = atomic_load(&family_passed[f]);
         if (!made && !kept) continue;
         int n = snprintf(families_text + families_used, sizeof families_text - families_used,
                          "%s%s %llu reproducible, %llu passed", families_used ? "; " : "",
                          family_names[f], (unsigned long long)made, (unsigned long long)kept);
         if (n > 0) families_used += (size_t)n;
     }
-    reprod_log(REPROD_LOG_INFO,
-               "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
-               "by family: %s; %llu seeding calls; "
-               "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
-               (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
-               used ? " (" : "", reasons_text, used ? ")" : "",
-               families_used ? families_text : "none", (unsigned long long)seeds,
-               (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
-               (double)atomic_load(&shim_time_ns) / 1e6,
-               (double)atomic_load(&engine_time_ns) / 1e6);
+    reprod_log(
+        REPROD_LOG_INFO,
+        "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
+        "by family: %s; %llu seeding calls; "
+        "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
+        (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
+        used ? " (" : "", reasons_text, used ? ")" : "", families_used ? families_text : "none",
+        (unsigned long long)seeds, (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
+        (double)atomic_load(&shim_time_ns) / 1e6, (double)atomic_load(&engine_time_ns) / 1e6);
 }
 
 void reprod_stats_reset(void)

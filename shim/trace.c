@@ -1,4 +1,5 @@
-/* trace.c: the trace files of REPROD_TRACE. Format, one call per line:
+/* trace.c: the trace files of REPROD_TRACE. Format, one call per line, a record of record.h
+ * (api, action and detail escaped as words: no value can make a space or a line of its own):
  *
  *   seq=12 api=MPI_Allreduce action=exact detail=float32 count=1000 ranks=4 in=<hex> out=<hex>
  *
@@ -8,6 +9,8 @@
  * out= is the native result the job received). A seeding call is a line of its own:
  *
  *   seq=1 api=srand action=seed detail=hash count=0 ranks=4 in=<seed in> out=<seed out>
+ *
+ * The directory is reached through safe_path.h; `reprod diff` (tools/trace_diff.c) reads it.
  */
 #include "trace.h"
 
@@ -17,6 +20,8 @@
 #include "log.h"
 #include "once.h"
 #include "rank.h"
+#include "record.h"
+#include "safe_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,35 +69,19 @@ uint64_t reprod_trace_hash(const void *data, size_t bytes)
     return hash ^ (hash >> 33);
 }
 
-/* Create `dir` and its parents (mkdir -p). */
-static void make_directories(const char *dir)
+/* The trace directory, created as mkdir -p would and opened through safe_path.h (no symbolic
+ * link, every directory on the way root's or this user's), or -1 after a warning. It must
+ * itself be this user's and not writable by others: a directory another user can write to is
+ * one where they could have prepared the trace's name. Checked on the open descriptor and used
+ * through it (openat): the directory cannot be swapped in between. */
+static int open_trace_directory(const char *dir, const char *shown_dir)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-    }
-    mkdir(path, 0755);
-}
-
-/* The trace directory, opened without following a symbolic link, or -1 after a warning. It
- * must be this user's and not writable by others: a directory another user can write to is
- * one where they could have prepared the trace's name. Checked on the open descriptor (fstat)
- * and used through it (openat): the directory cannot be swapped in between. */
-static int open_trace_directory(const char *dir)
-{
-    make_directories(dir);
-    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char why[1024];
+    int dir_fd = reprod_safe_open_directory(dir, 1, why, sizeof why);
     if (dir_fd < 0) {
-        int open_errno = errno;
-        struct stat link;
-        int is_link = lstat(dir, &link) == 0 && S_ISLNK(link.st_mode);
         reprod_log(REPROD_LOG_WARN,
-                   "warning: REPROD_TRACE: cannot open the directory %s (%s); no trace", dir,
-                   is_link ? "it is a symbolic link" : strerror(open_errno));
+                   "warning: REPROD_TRACE: cannot use the directory %s: %s; no trace", shown_dir,
+                   why);
         return -1;
     }
     struct stat status;
@@ -100,7 +89,7 @@ static int open_trace_directory(const char *dir)
         reprod_log(REPROD_LOG_WARN,
                    "warning: REPROD_TRACE: the directory %s is not yours or is writable by "
                    "others; no trace (use a directory of your own)",
-                   dir);
+                   shown_dir);
         close(dir_fd);
         return -1;
     }
@@ -111,13 +100,14 @@ static int open_trace_directory(const char *dir)
  * not exist yet: an existing trace is never overwritten, nor anything a link points to. */
 static void open_trace(void)
 {
-    const char *dir = reprod_config()->trace_dir;
+    char dir[1024];
+    reprod_escape_text(reprod_config()->trace_dir, dir, sizeof dir); /* for messages */
     char name[64];
     if (forked_child)
         snprintf(name, sizeof name, "rank%d.pid%ld.trace", reprod_rank(), (long)getpid());
     else
         snprintf(name, sizeof name, "rank%d.trace", reprod_rank());
-    int dir_fd = open_trace_directory(dir);
+    int dir_fd = open_trace_directory(reprod_config()->trace_dir, dir);
     if (dir_fd < 0) return;
     int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     int open_errno = errno;
@@ -153,16 +143,20 @@ static void write_record(const struct reprod_trace_record *record, const char *s
         snprintf(input, sizeof input, "%016llx", (unsigned long long)record->input_hash);
     if (record->has_output)
         snprintf(output, sizeof output, "%016llx", (unsigned long long)record->output_hash);
-    char detail[64]; /* one word: the fields are separated by spaces */
-    snprintf(detail, sizeof detail, "%s", record->detail);
-    for (char *c = detail; *c; c++)
-        if (*c == ' ') *c = '-';
+    /* Words (record.h): the fields are separated by spaces, and a line ends the record. */
+    char spaced[64], api[128], action[64], detail[128];
+    snprintf(spaced, sizeof spaced, "%s", record->detail ? record->detail : "");
+    for (char *c = spaced; *c; c++)
+        if (*c == ' ') *c = '-'; /* "non-float type": non-float-type, as it always was */
+    reprod_escape_word(spaced, detail, sizeof detail);
+    reprod_escape_word(record->api ? record->api : "", api, sizeof api);
+    reprod_escape_word(record->action ? record->action : "", action, sizeof action);
     char line[512];
     int length =
         snprintf(line, sizeof line,
                  "seq=%llu api=%s action=%s detail=%s count=%lld ranks=%d in=%s out=%s%s\n",
-                 (unsigned long long)record->sequence, record->api, record->action, detail,
-                 record->count, record->ranks, input, output, suffix);
+                 (unsigned long long)record->sequence, api, action, detail, record->count,
+                 record->ranks, input, output, suffix);
     if (length <= 0 || (size_t)length >= sizeof line) return;
     /* A line written while this thread opens the trace (a warning that re-enters) is dropped. */
     if (!reprod_once(&open_once, open_trace) || trace_fd < 0) return;

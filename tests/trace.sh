@@ -64,7 +64,8 @@ ok "a missing trace directory is an error (status 2)"
 
 # Trace files are created, never reused: an existing trace is not overwritten (the rank warns,
 # naming it, and traces nothing), a symbolic link in its place is not followed, and a trace
-# directory that is a symbolic link, is another user's or is writable by others is refused.
+# directory that is a symbolic link, is another user's or is writable by others is refused
+# (links and other users' directories above it: tests/hostile_files.sh).
 traced_warns() { # traced_warns NAME WHAT: a 2-rank traced run whose stderr must warn of WHAT
     local name=$1 what=$2
     run_mpi_shim 2 -x REPROD_TRACE="$dir/$name" "$job" >/dev/null 2>"$dir/err" ||
@@ -87,7 +88,7 @@ ok "a symbolic link where a trace goes is not followed"
 
 mkdir -m 755 "$dir/real"
 ln -s "$dir/real" "$dir/dirlink"
-traced_warns dirlink "cannot open the directory $dir/dirlink (it is a symbolic link)"
+traced_warns dirlink "cannot use the directory $dir/dirlink: $dir/dirlink is a symbolic link"
 [ -z "$(ls "$dir/real")" ] || fail "traces were written through a symbolic link: $(ls "$dir/real")"
 mkdir -m 777 "$dir/open"
 traced_warns open "is not yours or is writable by others"
@@ -96,7 +97,7 @@ ok "a trace directory that is a symbolic link or writable by others is refused"
 if [ "$(id -u)" = 0 ]; then
     mkdir -m 755 "$dir/theirs"
     chown nobody "$dir/theirs"
-    traced_warns theirs "is not yours or is writable by others"
+    traced_warns theirs "$dir/theirs is another user's directory"
     [ -z "$(ls "$dir/theirs")" ] || fail "traces were written in another user's directory"
     ok "another user's trace directory is refused"
 fi

@@ -12,6 +12,8 @@
  */
 #include "reprod_tool.h"
 
+#include "record.h"
+
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -38,6 +40,7 @@ static const char doctor_help[] =
 /* The totals over every process's "counts:" line. */
 struct totals {
     int processes;
+    int rejected; /* lines that began as a counts: line but were not one the shim writes */
     unsigned long long exact, ordered, passed, audited, seeds, mpi_made, mpi_passed, nccl_made,
         nccl_passed, risky, unsupported;
     unsigned long long risky_by_reason[5]; /* as risky_reasons */
@@ -47,43 +50,76 @@ struct totals {
 /* Reasons whose pass-through leaves a float reduction non-deterministic (stats.c's names,
  * with blanks and commas as dashes). */
 static const char *const risky_reasons[5] = {"mode-off", "intercommunicator", "out-of-memory",
-                                            "unsupported", "audit-mode--native"};
+                                             "unsupported", "audit-mode--native"};
 
-static void add_counts(struct totals *totals, const char *line)
+/* The keys of a counts: line that doctor sums (others, added later, are left alone). */
+static const struct {
+    const char *key;
+    size_t offset;
+} count_keys[] = {
+    {"exact", offsetof(struct totals, exact)},
+    {"ordered", offsetof(struct totals, ordered)},
+    {"passed", offsetof(struct totals, passed)},
+    {"audited", offsetof(struct totals, audited)},
+    {"seeds", offsetof(struct totals, seeds)},
+    {"MPI.made", offsetof(struct totals, mpi_made)},
+    {"MPI.passed", offsetof(struct totals, mpi_passed)},
+    {"NCCL.made", offsetof(struct totals, nccl_made)},
+    {"NCCL.passed", offsetof(struct totals, nccl_passed)},
+};
+
+/* A count the shim wrote: decimal digits only. */
+static int read_count(const char *text, unsigned long long *value)
 {
-    totals->processes++;
-    char copy[2048];
-    snprintf(copy, sizeof copy, "%s", line);
-    for (char *word = strtok(copy, " \n"); word; word = strtok(NULL, " \n")) {
-        char *equals = strchr(word, '=');
-        if (!equals) continue;
-        *equals = '\0';
-        unsigned long long value = strtoull(equals + 1, NULL, 10);
-        static const struct {
-            const char *key;
-            size_t offset;
-        } keys[] = {
-            {"exact", offsetof(struct totals, exact)},
-            {"ordered", offsetof(struct totals, ordered)},
-            {"passed", offsetof(struct totals, passed)},
-            {"audited", offsetof(struct totals, audited)},
-            {"seeds", offsetof(struct totals, seeds)},
-            {"MPI.made", offsetof(struct totals, mpi_made)},
-            {"MPI.passed", offsetof(struct totals, mpi_passed)},
-            {"NCCL.made", offsetof(struct totals, nccl_made)},
-            {"NCCL.passed", offsetof(struct totals, nccl_passed)},
-        };
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-            if (strcmp(word, keys[k].key) == 0)
-                *(unsigned long long *)((char *)totals + keys[k].offset) += value;
-        if (strncmp(word, "pass.", 5) != 0) continue;
+    if (!*text || strspn(text, "0123456789") != strlen(text) || strlen(text) > 19) return -1;
+    *value = strtoull(text, NULL, 10);
+    return 0;
+}
+
+/* Add the words of one counts: line to *totals: all of them, or none when a word the doctor
+ * reads is not a count (then the line is not the shim's). Returns 0 or -1. */
+static int add_counts(struct totals *totals, const struct reprod_record_word *words, int count)
+{
+    struct totals line = {0};
+    for (int i = 0; i < count; i++) {
+        unsigned long long value;
+        for (size_t k = 0; k < sizeof count_keys / sizeof count_keys[0]; k++) {
+            if (strcmp(words[i].key, count_keys[k].key) != 0) continue;
+            if (read_count(words[i].value, &value) != 0) return -1;
+            *(unsigned long long *)((char *)&line + count_keys[k].offset) += value;
+        }
+        if (strncmp(words[i].key, "pass.", 5) != 0) continue;
         for (size_t k = 0; k < sizeof risky_reasons / sizeof risky_reasons[0]; k++) {
-            if (strcmp(word + 5, risky_reasons[k]) != 0) continue;
-            totals->risky += value;
-            totals->risky_by_reason[k] += value;
-            if (strcmp(word + 5, "unsupported") == 0) totals->unsupported += value;
+            if (strcmp(words[i].key + 5, risky_reasons[k]) != 0) continue;
+            if (read_count(words[i].value, &value) != 0) return -1;
+            line.risky += value;
+            line.risky_by_reason[k] += value;
+            if (strcmp(risky_reasons[k], "unsupported") == 0) line.unsupported += value;
         }
     }
+    totals->processes++;
+    for (size_t k = 0; k < sizeof count_keys / sizeof count_keys[0]; k++)
+        *(unsigned long long *)((char *)totals + count_keys[k].offset) +=
+            *(unsigned long long *)((char *)&line + count_keys[k].offset);
+    for (size_t k = 0; k < sizeof risky_reasons / sizeof risky_reasons[0]; k++)
+        totals->risky_by_reason[k] += line.risky_by_reason[k];
+    totals->risky += line.risky;
+    totals->unsupported += line.unsupported;
+    return 0;
+}
+
+/* The message of a line the shim wrote, "reprod[<rank>]: <message>": the message (changed in
+ * place: its newline removed), or NULL when the line is not one. A value inside a message is
+ * escaped by the shim, so a line can only begin this way where the shim began it. */
+static char *shim_message(char *line)
+{
+    if (strncmp(line, "reprod[", 7) != 0) return NULL;
+    char *p = line + 7;
+    if (*p == '-') p++;
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || strncmp(p + digits, "]: ", 3) != 0) return NULL;
+    line[strcspn(line, "\n")] = '\0';
+    return p + digits + 3;
 }
 
 /* Read every log of `dir`: counts lines into *totals; the first warning about an MPI the shim
@@ -100,13 +136,17 @@ static void read_logs(const char *dir, struct totals *totals, char *library, siz
         snprintf(path, sizeof path, "%s/%s", dir, entry->d_name);
         FILE *file = fopen(path, "r");
         if (!file) continue;
-        char line[2048];
+        char line[4096];
         while (fgets(line, sizeof line, file)) {
-            char *counts = strstr(line, "]: counts: ");
-            if (counts) add_counts(totals, counts + 11);
-            if (!library[0] && strstr(line, "(unsupported"))
-                snprintf(library, library_bytes, "%.*s", (int)library_bytes - 1,
-                         strchr(line, ' ') ? strchr(line, ' ') + 1 : line);
+            char *message = shim_message(line);
+            if (!message) continue;
+            if (strncmp(message, "counts: ", 8) == 0) {
+                struct reprod_record_word words[64];
+                int count = reprod_record_split(message + 8, words, 64);
+                if (count < 0 || add_counts(totals, words, count) != 0) totals->rejected++;
+            } else if (!library[0] && strstr(message, "(unsupported")) {
+                reprod_escape_controls(message, strlen(message), library, library_bytes);
+            }
         }
         fclose(file);
         unlink(path);
@@ -115,13 +155,11 @@ static void read_logs(const char *dir, struct totals *totals, char *library, siz
     size_t used = 0;
     for (size_t k = 0; k < sizeof risky_reasons / sizeof risky_reasons[0]; k++) {
         if (!totals->risky_by_reason[k] || used >= sizeof totals->risky_reasons) continue;
-        int n = snprintf(totals->risky_reasons + used, sizeof totals->risky_reasons - used,
-                         "%s%s %llu", used ? ", " : "", risky_reasons[k],
-                         totals->risky_by_reason[k]);
+        int n =
+            snprintf(totals->risky_reasons + used, sizeof totals->risky_reasons - used, "%s%s %llu",
+                     used ? ", " : "", risky_reasons[k], totals->risky_by_reason[k]);
         if (n > 0) used += (size_t)n;
     }
-    size_t length = strlen(library);
-    if (length && library[length - 1] == '\n') library[length - 1] = '\0';
 }
 
 /* What an ELF file says about the shim's reach. */
@@ -133,7 +171,8 @@ static void read_needed(const unsigned char *base, size_t size, const Elf64_Shdr
                         const Elf64_Shdr *sections, struct elf_facts *facts)
 {
     const Elf64_Shdr *strings = &sections[section->sh_link];
-    if (section->sh_offset + section->sh_size > size || strings->sh_offset + strings->sh_size > size)
+    if (section->sh_offset + section->sh_size > size ||
+        strings->sh_offset + strings->sh_size > size)
         return;
     const Elf64_Dyn *dyn = (const Elf64_Dyn *)(base + section->sh_offset);
     for (size_t i = 0; i < section->sh_size / sizeof *dyn && dyn[i].d_tag != DT_NULL; i++) {
@@ -152,7 +191,8 @@ static void read_symbols(const unsigned char *base, size_t size, const Elf64_Shd
                          const Elf64_Shdr *sections, struct elf_facts *facts)
 {
     const Elf64_Shdr *strings = &sections[section->sh_link];
-    if (section->sh_offset + section->sh_size > size || strings->sh_offset + strings->sh_size > size)
+    if (section->sh_offset + section->sh_size > size ||
+        strings->sh_offset + strings->sh_size > size)
         return;
     const Elf64_Sym *symbols = (const Elf64_Sym *)(base + section->sh_offset);
     for (size_t i = 0; i < section->sh_size / sizeof *symbols; i++) {
@@ -207,7 +247,8 @@ static int resolve(const char *word, int search_path, char *path, size_t path_by
     snprintf(copy, sizeof copy, "%s", paths ? paths : "/usr/bin:/bin");
     for (char *dir = strtok(copy, ":"); dir; dir = strtok(NULL, ":")) {
         snprintf(path, path_bytes, "%s/%s", dir, word);
-        if (stat(path, &status) == 0 && S_ISREG(status.st_mode) && access(path, X_OK) == 0) return 1;
+        if (stat(path, &status) == 0 && S_ISREG(status.st_mode) && access(path, X_OK) == 0)
+            return 1;
     }
     return 0;
 }
@@ -218,24 +259,26 @@ static int inspect_command(char **argv, int *fortran, int *mpich)
 {
     int out_of_reach = 0;
     for (int i = 0; argv[i]; i++) {
-        char path[PATH_MAX];
+        char path[PATH_MAX], shown[1024];
         if (!resolve(argv[i], i == 0, path, sizeof path)) continue;
         struct stat status;
         struct elf_facts facts;
         stat(path, &status);
         inspect_elf(path, &facts);
         if (!facts.elf) continue;
+        reprod_escape_text(path, shown, sizeof shown);
         if (status.st_mode & (S_ISUID | S_ISGID)) {
-            printf("  out of reach: %s is setuid/setgid: the loader ignores LD_PRELOAD there\n", path);
+            printf("  out of reach: %s is setuid/setgid: the loader ignores LD_PRELOAD there\n",
+                   shown);
             out_of_reach++;
         } else if (!facts.dynamic) {
             printf("  out of reach: %s is statically linked: nothing can be preloaded into it\n",
-                   path);
+                   shown);
             out_of_reach++;
         } else if (facts.defines_mpi_init && !facts.links_mpi) {
             printf("  out of reach: %s defines MPI_Init itself (an MPI linked in statically): its "
                    "MPI calls never reach the shim\n",
-                   path);
+                   shown);
             out_of_reach++;
         }
         *fortran |= facts.fortran_mpi;
@@ -284,9 +327,15 @@ int reprod_doctor_command(int argc, char **argv)
     read_logs(dir, &totals, library, sizeof library);
     rmdir(dir);
 
-    printf("reprod doctor: %s exited with status %d\n", argv[first],
+    char command[1024];
+    printf("reprod doctor: %s exited with status %d\n",
+           reprod_escape_text(argv[first], command, sizeof command),
            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     printf("processes that reported: %d\n", totals.processes);
+    if (totals.rejected)
+        printf("  ignored: %d log lines that begin as a counts: line but are not in the shim's "
+               "form (written by something else?)\n",
+               totals.rejected);
     int fortran = 0, mpich = 0;
     int out_of_reach = inspect_command(argv + first, &fortran, &mpich);
     unsigned long long mpi = totals.mpi_made + totals.mpi_passed + totals.audited;
@@ -299,7 +348,7 @@ int reprod_doctor_command(int argc, char **argv)
     if (totals.unsupported && library[0]) printf("  not supported: %s\n", library);
     if (fortran)
         printf("  Fortran bindings: %s\n", mpi ? "reached (the shim answers the PMPI_ and MPI_ "
-                                                  "names they call)"
+                                                 "names they call)"
                                                : "linked, but no MPI call reached the shim");
     if (mpich && mpi) printf("  MPICH family: reached\n");
     printf("NCCL: %llu calls made deterministic, %llu passed through\n", totals.nccl_made,

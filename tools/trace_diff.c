@@ -9,15 +9,18 @@
  */
 #include "reprod_tool.h"
 
+#include "record.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One line of a trace. Hashes are kept as text ("-" when absent). */
+/* One line of a trace. Hashes are kept as text ("-" when absent); api, action and detail as
+ * the shim escaped them (record.h: printable ASCII, safe to print as they are). */
 struct call {
     unsigned long long sequence;
-    char api[48], action[24], detail[48], input[24], output[24];
+    char api[128], action[64], detail[128], input[24], output[24];
     long long count;
     int ranks;
 };
@@ -30,7 +33,8 @@ struct rank_trace {
 
 /* A run: its ranks' traces, indexed by rank. */
 struct run {
-    const char *dir;
+    const char *dir; /* as given, escaped (record.h): it is printed */
+    char shown_dir[1024];
     struct rank_trace *ranks;
     int rank_count;
 };
@@ -41,22 +45,98 @@ static int by_sequence(const void *a, const void *b)
     return (x->sequence > y->sequence) - (x->sequence < y->sequence);
 }
 
-/* Read `path` into *trace (lines sorted by call number: a nonblocking call's line is written
- * when it completes). Returns 0 or -1. */
-static int read_trace(const char *path, struct rank_trace *trace)
+/* `text`, at most `limit` digits after an optional '-' (with `sign`), into *value: 0 or -1. */
+static int read_integer(const char *text, int sign, size_t limit, long long *value)
 {
+    const char *digits = sign && *text == '-' ? text + 1 : text;
+    size_t length = strlen(digits);
+    if (length == 0 || length > limit || strspn(digits, "0123456789") != length) return -1;
+    *value = strtoll(text, NULL, 10);
+    return 0;
+}
+
+/* A hash as the shim writes it: 16 hexadecimal digits, or "-" when it does not apply. */
+static int is_hash(const char *text)
+{
+    return strcmp(text, "-") == 0 || (strlen(text) == 16 && strspn(text, "0123456789abcdef") == 16);
+}
+
+/* Copy the escaped word `value` into field[0 .. field_bytes): 0, or -1 when it is too long. */
+static int copy_word(char *field, size_t field_bytes, const char *value)
+{
+    if (strlen(value) >= field_bytes) return -1;
+    strcpy(field, value);
+    return 0;
+}
+
+/* Parse one line of a trace (without its newline; changed in place) into *call: the record
+ * trace.c writes, its first eight words in their order, and perhaps more words after them
+ * (audit's differ= and ulps=). Returns 0, or -1 when the line is not such a record. */
+static int parse_call(char *line, struct call *call)
+{
+    static const char *const keys[] = {"seq",   "api",   "action", "detail",
+                                       "count", "ranks", "in",     "out"};
+    struct reprod_record_word words[16];
+    int count = reprod_record_split(line, words, 16);
+    if (count < 8) return -1;
+    for (int i = 0; i < 8; i++)
+        if (strcmp(words[i].key, keys[i]) != 0) return -1;
+    long long sequence, ranks;
+    if (read_integer(words[0].value, 0, 19, &sequence) != 0 ||
+        read_integer(words[4].value, 1, 18, &call->count) != 0 ||
+        read_integer(words[5].value, 1, 9, &ranks) != 0 || !is_hash(words[6].value) ||
+        !is_hash(words[7].value) || copy_word(call->api, sizeof call->api, words[1].value) != 0 ||
+        copy_word(call->action, sizeof call->action, words[2].value) != 0 ||
+        copy_word(call->detail, sizeof call->detail, words[3].value) != 0)
+        return -1;
+    call->sequence = (unsigned long long)sequence;
+    call->ranks = (int)ranks;
+    strcpy(call->input, words[6].value);
+    strcpy(call->output, words[7].value);
+    return 0;
+}
+
+/* The first line of rank `rank`'s trace: "# reprod trace 1 rank=<rank> world=.. pid=..". */
+static int is_header(char *line, int rank)
+{
+    static const char start[] = "# reprod trace 1 ";
+    struct reprod_record_word words[8];
+    long long header_rank;
+    if (strncmp(line, start, sizeof start - 1) != 0) return 0;
+    int count = reprod_record_split(line + sizeof start - 1, words, 8);
+    const char *value = count > 0 ? reprod_record_value(words, count, "rank") : NULL;
+    return value && read_integer(value, 1, 9, &header_rank) == 0 && header_rank == rank;
+}
+
+/* Read rank `rank`'s trace at `path` into *trace (lines sorted by call number: a nonblocking
+ * call's line is written when it completes). Every line must be one the shim writes: a trace
+ * changed by hand, or a line that is not a record, is an error. Returns 0 or -1 (said). */
+static int read_trace(const char *path, int rank, struct rank_trace *trace)
+{
+    char shown[1024];
+    reprod_escape_text(path, shown, sizeof shown);
     FILE *file = fopen(path, "r");
-    if (!file) return -1;
-    char line[512];
-    size_t capacity = 0;
+    if (!file) {
+        fprintf(stderr, "reprod diff: cannot read %s\n", shown);
+        return -1;
+    }
+    char line[1024];
+    size_t capacity = 0, number = 0;
     while (fgets(line, sizeof line, file)) {
-        if (line[0] == '#') continue;
+        number++;
+        size_t length = strlen(line);
+        int whole = length > 0 && line[length - 1] == '\n';
+        if (whole) line[--length] = '\0';
         struct call call;
-        if (sscanf(line,
-                   "seq=%llu api=%47s action=%23s detail=%47s count=%lld ranks=%d in=%23s out=%23s",
-                   &call.sequence, call.api, call.action, call.detail, &call.count, &call.ranks,
-                   call.input, call.output) != 8)
-            continue;
+        if (!whole || (number == 1 ? !is_header(line, rank) : parse_call(line, &call) != 0)) {
+            fprintf(stderr,
+                    "reprod diff: %s: line %zu is not %s reprod writes (a trace changed by hand, "
+                    "damaged, or not a trace)\n",
+                    shown, number, number == 1 ? "the first line of a trace" : "a record");
+            fclose(file);
+            return -1;
+        }
+        if (number == 1) continue;
         if (trace->length == capacity) {
             capacity = capacity ? 2 * capacity : 256;
             struct call *grown = realloc(trace->calls, capacity * sizeof *grown);
@@ -69,6 +149,10 @@ static int read_trace(const char *path, struct rank_trace *trace)
         trace->calls[trace->length++] = call;
     }
     fclose(file);
+    if (number == 0) {
+        fprintf(stderr, "reprod diff: %s is empty: not a trace\n", shown);
+        return -1;
+    }
     qsort(trace->calls, trace->length, sizeof *trace->calls, by_sequence);
     return 0;
 }
@@ -76,10 +160,10 @@ static int read_trace(const char *path, struct rank_trace *trace)
 /* Load every rankN.trace of `dir`. Returns 0, or -1 with a message. */
 static int read_run(const char *dir, struct run *run)
 {
-    run->dir = dir;
+    run->dir = reprod_escape_text(dir, run->shown_dir, sizeof run->shown_dir);
     DIR *listing = opendir(dir);
     if (!listing) {
-        fprintf(stderr, "reprod diff: cannot read %s\n", dir);
+        fprintf(stderr, "reprod diff: cannot read %s\n", run->dir);
         return -1;
     }
     struct dirent *entry;
@@ -93,7 +177,8 @@ static int read_run(const char *dir, struct run *run)
     }
     closedir(listing);
     if (highest < 0) {
-        fprintf(stderr, "reprod diff: no rank*.trace file in %s (was REPROD_TRACE set?)\n", dir);
+        fprintf(stderr, "reprod diff: no rank*.trace file in %s (was REPROD_TRACE set?)\n",
+                run->dir);
         return -1;
     }
     run->rank_count = highest + 1;
@@ -101,10 +186,7 @@ static int read_run(const char *dir, struct run *run)
     for (int r = 0; r < run->rank_count; r++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rank%d.trace", dir, r);
-        if (read_trace(path, &run->ranks[r]) != 0) {
-            fprintf(stderr, "reprod diff: cannot read %s\n", path);
-            return -1;
-        }
+        if (read_trace(path, r, &run->ranks[r]) != 0) return -1;
     }
     return 0;
 }
@@ -126,10 +208,10 @@ static int seeded_differently(size_t index, int rank, const struct call *p, cons
     printf("the runs were seeded differently at call %zu of rank %d (%s), before any reduction "
            "differed:\n",
            index + 1, rank, p->api);
-    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_a, p->api,
-           strtoull(p->input, NULL, 16), strtoull(p->output, NULL, 16), p->detail);
-    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_b, q->api,
-           strtoull(q->input, NULL, 16), strtoull(q->output, NULL, 16), q->detail);
+    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_a, p->api, strtoull(p->input, NULL, 16),
+           strtoull(p->output, NULL, 16), p->detail);
+    printf("  %s: %s seed %llu -> %llu (policy %s)\n", dir_b, q->api, strtoull(q->input, NULL, 16),
+           strtoull(q->output, NULL, 16), q->detail);
     if (strcmp(p->input, q->input) != 0)
         printf("  -> the application's side: it passed different seeds\n");
     else
@@ -257,7 +339,8 @@ static int diff_other_layout(const struct run *a, const struct run *b)
         if (is_seed(p) && is_seed(q) && strcmp(p->api, q->api) == 0) {
             /* The seed passed is comparable across layouts (the derived one under policy hash
              * too, but not under rank): compare what the application passed. */
-            if (strcmp(p->input, q->input) != 0) return seeded_differently(i, 0, p, q, a->dir, b->dir);
+            if (strcmp(p->input, q->input) != 0)
+                return seeded_differently(i, 0, p, q, a->dir, b->dir);
             continue;
         }
         if (!same_call(p, q) && strcmp(p->api, "MPI_Reduce_scatter") != 0) {
