@@ -107,10 +107,17 @@ $(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
 # with where the code around them happened to put them; aligned to 64 bytes, it does not.
 $(BUILD)/obj/shim/engine%.o: SHIMFLAGS += -falign-loops=64
 
-# The kernels: rebuilt only when their sources change (nvcc is slow).
-$(KERNEL_FATBIN): $(KERNEL_SRC)
+# The kernels: rebuilt only when their sources change (nvcc is slow). ptxas reports each
+# architecture's stack frame; tests/gpu/kernel_limits.sh fails the build when one exceeds CUDA's
+# default 1 KiB a thread or when no PTX is embedded (make test-gpu prints what it found).
+$(KERNEL_FATBIN): $(KERNEL_SRC) tests/gpu/kernel_limits.sh
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -fatbin shim/cuda_kernels.cu -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Xptxas -v -fatbin shim/cuda_kernels.cu -o $@.tmp \
+	    2>$(BUILD)/cuda/ptxas.log || { cat $(BUILD)/cuda/ptxas.log; rm -f $@.tmp; exit 1; }
+	sh tests/gpu/kernel_limits.sh $(BUILD)/cuda/ptxas.log $@.tmp >$(BUILD)/cuda/kernel_limits.txt \
+	    || { cat $(BUILD)/cuda/kernel_limits.txt; rm -f $@.tmp; exit 1; }
+	@cat $(BUILD)/cuda/kernel_limits.txt
+	mv $@.tmp $@
 
 $(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN)
 	@mkdir -p $(dir $@)
