@@ -85,7 +85,7 @@ STANDINS  := $(BUILD)/standins
 NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
              $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
-            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM)
+            $(NCCL_STANDIN_LIBS) $(STANDINS_WITHOUT) $(NCCL_BIN) $(NONVCC_SHIM)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -214,6 +214,26 @@ $(STANDINS)/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN
 
 $(STANDINS)/libnccl.so: $(STANDINS)/libnccl.so.2
 	ln -sf libnccl.so.2 $@
+
+# Stand-ins of an older library that lacks one function the shim wants (tests/nccl_device.sh),
+# one directory each, put before build/standins in LD_LIBRARY_PATH: the same sources with the
+# symbol made local (and left out of libcuda's cuGetProcAddress too).
+CUDA_WITHOUT := cuMemAllocAsync cuMemPoolTrimTo
+NCCL_WITHOUT := ncclCommCuDevice ncclSend ncclRedOpCreatePreMulSum
+STANDINS_WITHOUT := $(CUDA_WITHOUT:%=$(STANDINS)/without-%/libcuda.so.1) \
+                    $(NCCL_WITHOUT:%=$(STANDINS)/without-%/libnccl.so.2)
+
+$(STANDINS)/without-%/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDINS)/kernels.o $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	printf '{ local: %s; };\n' $* >$(dir $@)local.map
+	$(CC) $(STANDIN_CFLAGS) -DSTANDIN_CUDA_WITHOUT='"$*"' -Wl,--version-script=$(dir $@)local.map \
+	    -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c %.o,$^) -lpthread -lm
+
+$(STANDINS)/without-%/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	printf '{ local: %s; p%s; };\n' $* $* >$(dir $@)local.map
+	$(CC) $(STANDIN_CFLAGS) -Wl,--version-script=$(dir $@)local.map -Wl,-soname,libnccl.so.2 \
+	    -o $@ $(filter %.c,$^) -L$(STANDINS) -l:libcuda.so.1 -lpthread -lrt -lm
 
 # Test programs are ordinary MPI programs: they do not know about the shim. Each is built
 # against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
