@@ -47,6 +47,13 @@ KERNEL_SRC    := shim/cuda_kernels.cu shim/cuda_kernel.h shim/engine_inner.h shi
                  shim/engine_ordered.h include/reprod.h
 KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
 KERNEL_STAMP  := $(BUILD)/cuda/with_kernels # "yes" or "no": cuda_module.o follows a change
+# What cuda_module.c tells about the kernels (REPROD_VERBOSE=1, and why they may not load): the
+# toolkit's version as CUDA numbers it (13.0: 13000), the architectures built as machine code
+# and as PTX.
+comma := ,
+NVCC_VERSION := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | awk '{ print $$1 * 1000 + $$2 * 10 }'))
+KERNEL_SASS := $(patsubst code=sm_%,%,$(filter code=sm_%,$(subst $(comma), ,$(NVCC_ARCH))))
+KERNEL_PTX  := $(patsubst code=compute_%,%,$(filter code=compute_%,$(subst $(comma), ,$(NVCC_ARCH))))
 
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
@@ -128,7 +135,9 @@ $(KERNEL_STAMP): FORCE
 	@echo $(if $(NVCC),yes,no) | cmp -s - $@ || echo $(if $(NVCC),yes,no) > $@
 
 $(BUILD)/obj/shim/cuda_module.o: $(KERNEL_STAMP)
-$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
+$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS \
+    -DREPROD_KERNEL_CUDA_VERSION=$(or $(NVCC_VERSION),0) -DREPROD_KERNEL_SASS='"$(KERNEL_SASS)"' \
+    -DREPROD_KERNEL_PTX='"$(KERNEL_PTX)"')
 
 .PHONY: FORCE
 FORCE:

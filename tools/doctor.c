@@ -42,6 +42,7 @@ struct totals {
         nccl_passed, risky, unsupported;
     unsigned long long risky_by_reason[5]; /* as risky_reasons */
     char risky_reasons[512];               /* "mode-off 16, ..." once all are read */
+    char device[64]; /* where device reductions ran: a host path's word wins over "kernels" */
 };
 
 /* Reasons whose pass-through leaves a float reduction non-deterministic (stats.c's names,
@@ -76,6 +77,8 @@ static void add_counts(struct totals *totals, const char *line)
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
             if (strcmp(word, keys[k].key) == 0)
                 *(unsigned long long *)((char *)totals + keys[k].offset) += value;
+        if (strcmp(word, "device") == 0 && (!totals->device[0] || strstr(equals + 1, "host")))
+            snprintf(totals->device, sizeof totals->device, "%s", equals + 1);
         if (strncmp(word, "pass.", 5) != 0) continue;
         for (size_t k = 0; k < sizeof risky_reasons / sizeof risky_reasons[0]; k++) {
             if (strcmp(word + 5, risky_reasons[k]) != 0) continue;
@@ -304,6 +307,15 @@ int reprod_doctor_command(int argc, char **argv)
     if (mpich && mpi) printf("  MPICH family: reached\n");
     printf("NCCL: %llu calls made deterministic, %llu passed through\n", totals.nccl_made,
            totals.nccl_passed);
+    if (totals.device[0]) { /* "kernels", "host:<why>" or "kernels+host:<why>" (cuda.h) */
+        char *host = strstr(totals.device, "host:");
+        for (char *c = host; c && *c; c++)
+            if (*c == '-') *c = ' ';
+        printf("  device reductions: %s%s%s%s\n",
+               strncmp(totals.device, "kernels", 7) == 0 ? "on the GPU kernels" : "",
+               host && totals.device[0] == 'k' ? ", and " : "",
+               host ? "on the host path (slower, the same bits): " : "", host ? host + 5 : "");
+    }
     printf("seeding: %llu seeding calls re-derived\n", totals.seeds);
     printf("entropy: %s\n", getenv("REPROD_ENTROPY") && *getenv("REPROD_ENTROPY")
                                 ? "pinned by REPROD_ENTROPY in every process that loaded the shim"
