@@ -79,9 +79,10 @@ STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
 # NCCL test programs (tests/nccl/): ordinary NCCL + MPI programs built against the real
 # headers and linked with the stand-ins of build/standins/ (run with LD_LIBRARY_PATH there).
 CUDA_INC  ?= /usr/local/cuda/include
-NCCL_PROGS := $(filter-out loaders nccl_user,$(basename $(notdir $(wildcard tests/nccl/*.c))))
+NCCL_PROGS := $(filter-out loaders nccl_user namespaces,$(basename $(notdir $(wildcard tests/nccl/*.c))))
 NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_linked \
-             $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so
+             $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so \
+             $(BUILD)/tests/nccl/namespaces
 # With nvcc, a second shim built without it: its host path must give the same bits.
 NONVCC_SHIM = $(if $(NVCC),$(BUILD)/nonvcc/libreprod_shim.so)
 FORTRAN_BIN := $(foreach family,openmpi mpich,$(foreach binding,mpi f08,$(BUILD)/tests/fortran/$(family)/sum_$(binding)))
@@ -271,6 +272,11 @@ $(BUILD)/tests/nccl/loaders_linked: tests/nccl/loaders.c tests/nccl/loaders_api.
 $(BUILD)/tests/nccl/loaders_dynamic: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ -L$(BUILD)/standins -lcudart -lmpfr -lgmp -ldl -lm
+
+# libnccl only in a link-map namespace of its own (dlmopen): nothing of NCCL or CUDA linked.
+$(BUILD)/tests/nccl/namespaces: tests/nccl/namespaces.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) $< -o $@ -ldl
 
 $(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)

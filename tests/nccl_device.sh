@@ -3,13 +3,13 @@
 # per-thread current devices, a kernel faulting on another device's memory, a device's memory
 # and CUDA's stream-ordered pool): one thread driving three devices on stream 0 in a group; a
 # device full but for its pool's free blocks, or full outright; a driver older than the kernels;
-# a CUDA or NCCL library lacking a function the shim wants (stand-ins built without it). Every
-# result exact, or exactly the native one when the shim passes through, and the log says which
-# and why.
+# a CUDA or NCCL library lacking a function the shim wants (stand-ins built without it); libnccl
+# in a link-map namespace of its own (dlmopen). Every result exact, or exactly the native one
+# when the shim passes through, and the log says which and why.
 . tests/lib.sh
 
 program=$BUILD/tests/nccl/devices
-for built in "$program" "$BUILD/standins/without-ncclSend/libnccl.so.2"; do
+for built in "$program" "$BUILD/tests/nccl/namespaces" "$BUILD/standins/without-ncclSend/libnccl.so.2"; do
     [ -e "$built" ] || fail "$built is not built"
 done
 out=$(mktemp -d)
@@ -121,3 +121,8 @@ logged no-premul "no loaded NCCL library defines ncclRedOpCreatePreMulSum"
 ok "a hooked function the library lacks: NCCL's error code (2), logged, never a call through NULL"
 export LD_LIBRARY_PATH=$standins
 
+# libnccl loaded with dlmopen into a namespace of its own, looked up with dlsym: the shim's
+# hooks serve only its own namespace, so the library's own functions answer.
+"$BUILD/tests/nccl/namespaces" >"$out/ns.native" 2>&1 || fail "namespaces natively: $(cat "$out/ns.native")"
+LD_PRELOAD="$PRELOAD" "$BUILD/tests/nccl/namespaces" >"$out/ns" 2>&1 || fail "namespaces under the shim: $(cat "$out/ns")"
+ok "under the shim, $(cut -c5- "$out/ns")"
