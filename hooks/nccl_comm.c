@@ -207,7 +207,8 @@ void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking, int 
 {
     if (!comm) return;
     struct nccl_comm_info info = {.rank = rank, .ranks = ranks, .blocking = blocking};
-    info.device = comm_device(comm, device);
+    /* A nonblocking init still in progress answers no query yet: asked again at the lookup. */
+    info.device = rank >= 0 ? comm_device(comm, device) : device;
     store_comm(comm, &info);
     learn_rank(rank, ranks);
     /* The device code is loaded here, before any graph capture can begin on this thread. */
