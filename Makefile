@@ -78,7 +78,7 @@ CONFIG_cc      = $(CC_PATH): $(shell $(CC) --version 2>/dev/null | head -1); $(B
 CONFIG_openmpi = $(if $(filter openmpi,$(MPI_FAMILIES)),$(OMPI_HEADER) (from $(MPICC)): $(OMPI_INC),not built)
 CONFIG_mpich   = $(if $(filter mpich,$(MPI_FAMILIES)),$(MPICH_HEADER) (from $(MPICC_MPICH)): $(MPICH_INC),not built)
 CONFIG_nvcc    = $(if $(NVCC),$(NVCC): $(shell $(NVCC) --version 2>/dev/null | tail -1); $(NVCCFLAGS) $(NVCC_ARCH),none)
-CONFIG_kernels = $(if $(NVCC),yes,no)
+CONFIG_kernels = $(if $(NVCC),yes: CUDA $(NVCC_VERSION); machine code $(KERNEL_SASS); PTX $(KERNEL_PTX),no)
 CONFIG_cuda    = $(CUDA_INC)
 
 # What the build needs and did not find, and the Debian packages that bring it.
@@ -100,6 +100,12 @@ report_lacks = $(info reprod: cannot build; not found:)$(foreach lack,LACKS_CC L
     reprod: with an MPI installed elsewhere, name its wrapper: make MPICC=/path/to/mpicc (Open MPI)$(comma))$(info \
     reprod:     or MPICC_MPICH=/path/to/mpicc (MPICH); for one MPI family only$(comma) leave out the other:)$(info \
     reprod:     make MPI_FAMILIES=openmpi$(comma) or MPI_FAMILIES=mpich (its jobs then pass through unchanged)))
+# What cuda_module.c tells about the kernels (REPROD_VERBOSE=1, and why they may not load): the
+# toolkit's version as CUDA numbers it (13.0: 13000), the architectures built as machine code
+# and as PTX.
+NVCC_VERSION := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | awk '{ print $$1 * 1000 + $$2 * 10 }'))
+KERNEL_SASS := $(patsubst code=sm_%,%,$(filter code=sm_%,$(subst $(comma), ,$(NVCC_ARCH))))
+KERNEL_PTX  := $(patsubst code=compute_%,%,$(filter code=compute_%,$(subst $(comma), ,$(NVCC_ARCH))))
 
 SHIM_SRC  := $(sort $(wildcard shim/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*.c))
@@ -125,9 +131,10 @@ STANDIN_LIB := $(STANDIN_SRC:tests/standins/%.c=$(BUILD)/tests/standins/lib%.so)
 # NCCL test programs (tests/nccl/): ordinary NCCL + MPI programs built against the real
 # headers (CUDA_INC) and linked with the stand-ins of build/standins/ (run with
 # LD_LIBRARY_PATH there).
-NCCL_PROGS := $(filter-out loaders nccl_user,$(basename $(notdir $(wildcard tests/nccl/*.c))))
+NCCL_PROGS := $(filter-out loaders nccl_user namespaces,$(basename $(notdir $(wildcard tests/nccl/*.c))))
 NCCL_BIN  := $(NCCL_PROGS:%=$(BUILD)/tests/nccl/%) $(BUILD)/tests/nccl/loaders_linked \
-             $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so
+             $(BUILD)/tests/nccl/loaders_dynamic $(BUILD)/tests/nccl/libnccl_user.so \
+             $(BUILD)/tests/nccl/namespaces
 # With nvcc, a second shim built without it: its host path must give the same bits.
 NONVCC_SHIM = $(if $(NVCC),$(BUILD)/nonvcc/libreprod_shim.so)
 # A shim without MPICH's headers (see its rule).
@@ -140,8 +147,8 @@ STANDINS  := $(BUILD)/standins
 NCCL_STANDIN_LIBS := $(STANDINS)/libcuda.so.1 $(STANDINS)/libcudart.so.13 $(STANDINS)/libcudart.so.12 \
              $(STANDINS)/libcudart.so $(STANDINS)/libnccl.so.2 $(STANDINS)/libnccl.so
 TEST_BIN  = $(UNIT_BIN) $(FUZZ_BIN) $(MPI_BIN) $(MPICH_BIN) $(FORTRAN_BIN) $(PROG_BIN) $(STANDIN_LIB) \
-            $(NCCL_STANDIN_LIBS) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) $(MPI_STANDIN_INCOMPLETE) \
-            $(SEED_STANDIN_VARIANTS)
+            $(NCCL_STANDIN_LIBS) $(STANDINS_WITHOUT) $(NCCL_BIN) $(NONVCC_SHIM) $(NOMPICH_SHIM) \
+            $(MPI_STANDIN_INCOMPLETE) $(SEED_STANDIN_VARIANTS)
 GPU_TEST_BIN := $(BUILD)/tests/gpu/check_kernels
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
@@ -172,7 +179,9 @@ $(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
 $(BUILD)/obj/hooks/mpi_abi_mpich.o: $(CONFIG)/mpich
 $(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
 $(BUILD)/obj/shim/cuda_module.o: $(CONFIG)/kernels
-$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS)
+$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS \
+    -DREPROD_KERNEL_CUDA_VERSION=$(or $(NVCC_VERSION),0) -DREPROD_KERNEL_SASS='"$(KERNEL_SASS)"' \
+    -DREPROD_KERNEL_PTX='"$(KERNEL_PTX)"')
 # Programs and libraries built with $(CC) (the rules below name their sources with $< or a
 # filter: these records are not among them).
 $(TOOL) $(UNIT_BIN) $(FUZZ_BIN) $(PROG_BIN) $(STANDIN_LIB) $(GPU_TEST_BIN) $(BENCH_BIN) $(EX_BIN) \
@@ -193,10 +202,17 @@ $(BUILD)/obj/hooks/dlsym.o $(BUILD)/obj/shim/glibc_dlsym.o: SHIMFLAGS += -fno-sa
 # with where the code around them happened to put them; aligned to 64 bytes, it does not.
 $(BUILD)/obj/shim/engine%.o: SHIMFLAGS += -falign-loops=64
 
-# The kernels: rebuilt only when their sources or nvcc change (nvcc is slow).
-$(KERNEL_FATBIN): $(KERNEL_SRC) $(CONFIG)/nvcc
+# The kernels: rebuilt only when their sources change (nvcc is slow). ptxas reports each
+# architecture's stack frame; tests/gpu/kernel_limits.sh fails the build when one exceeds CUDA's
+# default 1 KiB a thread or when no PTX is embedded (make test-gpu prints what it found).
+$(KERNEL_FATBIN): $(KERNEL_SRC) tests/gpu/kernel_limits.sh $(CONFIG)/nvcc
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -fatbin shim/cuda_kernels.cu -o $@
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Xptxas -v -fatbin shim/cuda_kernels.cu -o $@.tmp \
+	    2>$(BUILD)/cuda/ptxas.log || { cat $(BUILD)/cuda/ptxas.log; rm -f $@.tmp; exit 1; }
+	sh tests/gpu/kernel_limits.sh $(BUILD)/cuda/ptxas.log $@.tmp >$(BUILD)/cuda/kernel_limits.txt \
+	    || { cat $(BUILD)/cuda/kernel_limits.txt; rm -f $@.tmp; exit 1; }
+	@cat $(BUILD)/cuda/kernel_limits.txt
+	mv $@.tmp $@
 
 $(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN) $(CONFIG)/cc
 	@mkdir -p $(dir $@)
@@ -309,6 +325,26 @@ $(STANDINS)/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN
 $(STANDINS)/libnccl.so: $(STANDINS)/libnccl.so.2
 	ln -sf libnccl.so.2 $@
 
+# Stand-ins of an older library that lacks one function the shim wants (tests/nccl_device.sh),
+# one directory each, put before build/standins in LD_LIBRARY_PATH: the same sources with the
+# symbol made local (and left out of libcuda's cuGetProcAddress too).
+CUDA_WITHOUT := cuMemAllocAsync cuMemPoolTrimTo
+NCCL_WITHOUT := ncclCommCuDevice ncclSend ncclRedOpCreatePreMulSum
+STANDINS_WITHOUT := $(CUDA_WITHOUT:%=$(STANDINS)/without-%/libcuda.so.1) \
+                    $(NCCL_WITHOUT:%=$(STANDINS)/without-%/libnccl.so.2)
+
+$(STANDINS)/without-%/libcuda.so.1: $(STANDIN_CUDA_SRC) $(STANDINS)/kernels.o $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	printf '{ local: %s; };\n' $* >$(dir $@)local.map
+	$(CC) $(STANDIN_CFLAGS) -DSTANDIN_CUDA_WITHOUT='"$*"' -Wl,--version-script=$(dir $@)local.map \
+	    -Wl,-soname,libcuda.so.1 -o $@ $(filter %.c %.o,$^) -lpthread -lm
+
+$(STANDINS)/without-%/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN_HEADERS)
+	@mkdir -p $(dir $@)
+	printf '{ local: %s; p%s; };\n' $* $* >$(dir $@)local.map
+	$(CC) $(STANDIN_CFLAGS) -Wl,--version-script=$(dir $@)local.map -Wl,-soname,libnccl.so.2 \
+	    -o $@ $(filter %.c,$^) -L$(STANDINS) -l:libcuda.so.1 -lpthread -lrt -lm
+
 # Test programs are ordinary MPI programs: they do not know about the shim. Each is built
 # against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
 $(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
@@ -336,6 +372,11 @@ $(BUILD)/tests/nccl/loaders_linked: tests/nccl/loaders.c tests/nccl/loaders_api.
 $(BUILD)/tests/nccl/loaders_dynamic: tests/nccl/loaders.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(BASE) $(NCCL_TEST_FLAGS) $(CFLAGS) $< -o $@ -L$(BUILD)/standins -lcudart -lmpfr -lgmp -ldl -lm
+
+# libnccl only in a link-map namespace of its own (dlmopen): nothing of NCCL or CUDA linked.
+$(BUILD)/tests/nccl/namespaces: tests/nccl/namespaces.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) $< -o $@ -ldl
 
 $(BUILD)/tests/nccl/libnccl_user.so: tests/nccl/nccl_user.c tests/nccl/loaders_api.h $(NCCL_STANDIN_LIBS)
 	@mkdir -p $(dir $@)

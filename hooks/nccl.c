@@ -67,7 +67,7 @@ static enum reprod_action decide(const struct nccl_call *c, struct nccl_work *wo
         return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
     if (info->ranks == 1) return *reason = REPROD_PASS_ONE_RANK, 0;
     if (type < 0) return *reason = REPROD_PASS_UNSUPPORTED, 0; /* FP8 */
-    if (!reprod_cuda_ready()) return *reason = REPROD_PASS_UNSUPPORTED, 0;
+    if (nccl_unsupported_reason()) return *reason = REPROD_PASS_UNSUPPORTED, 0;
     struct reprod_decision decision;
     reprod_decide(op_class, REPROD_ELEMENT_ENGINE_FLOAT, &decision);
     if (decision.action == REPROD_ACTION_PASS) return *reason = decision.reason, 0;
@@ -106,7 +106,7 @@ static ncclResult_t pass(const struct nccl_call *c, enum reprod_reason reason)
     if (reason == REPROD_PASS_UNSUPPORTED)
         detail = c->datatype == ncclFloat8e4m3 || c->datatype == ncclFloat8e5m2
                      ? "FP8 sums are not made deterministic yet"
-                     : "no CUDA driver in the process";
+                     : nccl_unsupported_reason();
     if (reprod_pass_through(c->api, reason, detail) != 0) {
         reprod_log(REPROD_LOG_ERROR, "error: REPROD_STRICT=1 stops the job at %s", c->api);
         _exit(2);
@@ -181,13 +181,15 @@ REPROD_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size
 int nccl_hash_device(const void *device, size_t bytes, cudaStream_t stream, uint64_t *hash)
 {
     int capturing = 0;
-    if (!device || !bytes || reprod_cuda_capturing(stream, &capturing) != REPROD_CUDA_OK ||
+    if (!device || !bytes ||
+        reprod_cuda_capturing(stream, REPROD_CUDA_CURRENT_DEVICE, &capturing) != REPROD_CUDA_OK ||
         capturing)
         return -1;
     void *host = malloc(bytes);
     if (!host) return -1;
-    int ok = reprod_cuda_copy_async(host, device, bytes, stream) == REPROD_CUDA_OK &&
-             reprod_cuda_stream_sync(stream) == REPROD_CUDA_OK;
+    int ok = reprod_cuda_copy_async(host, device, bytes, stream, REPROD_CUDA_CURRENT_DEVICE) ==
+                 REPROD_CUDA_OK &&
+             reprod_cuda_stream_sync(stream, REPROD_CUDA_CURRENT_DEVICE) == REPROD_CUDA_OK;
     if (ok) *hash = reprod_trace_hash(host, bytes);
     free(host);
     return ok ? 0 : -1;

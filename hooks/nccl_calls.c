@@ -14,41 +14,41 @@ ncclResult_t nccl_call_issue(const struct nccl_call *c)
     case NCCL_ALL_REDUCE:
         return real->AllReduce ? real->AllReduce(c->send, c->recv, c->count, c->datatype, c->op,
                                                  c->comm, c->stream)
-                               : ncclSystemError;
+                               : nccl_missing("ncclAllReduce", ncclSystemError);
     case NCCL_REDUCE_SCATTER:
         return real->ReduceScatter ? real->ReduceScatter(c->send, c->recv, c->count, c->datatype,
                                                          c->op, c->comm, c->stream)
-                                   : ncclSystemError;
+                                   : nccl_missing("ncclReduceScatter", ncclSystemError);
     case NCCL_REDUCE:
         return real->Reduce ? real->Reduce(c->send, c->recv, c->count, c->datatype, c->op, c->root,
                                            c->comm, c->stream)
-                            : ncclSystemError;
+                            : nccl_missing("ncclReduce", ncclSystemError);
     case NCCL_ALL_GATHER:
         return real->AllGather ? real->AllGather(c->send, c->recv, c->count, c->datatype, c->comm,
                                                  c->stream)
-                               : ncclSystemError;
+                               : nccl_missing("ncclAllGather", ncclSystemError);
     case NCCL_BROADCAST:
         return real->Broadcast ? real->Broadcast(c->send, c->recv, c->count, c->datatype, c->root,
                                                  c->comm, c->stream)
-                               : ncclSystemError;
+                               : nccl_missing("ncclBroadcast", ncclSystemError);
     case NCCL_SEND:
         return real->Send ? real->Send(c->send, c->count, c->datatype, c->root, c->comm, c->stream)
-                          : ncclSystemError;
+                          : nccl_missing("ncclSend", ncclSystemError);
     case NCCL_RECV:
         return real->Recv ? real->Recv(c->recv, c->count, c->datatype, c->root, c->comm, c->stream)
-                          : ncclSystemError;
+                          : nccl_missing("ncclRecv", ncclSystemError);
     case NCCL_GATHER:
         return real->Gather ? real->Gather(c->send, c->recv, c->count, c->datatype, c->root,
                                            c->comm, c->stream)
-                            : ncclInvalidUsage;
+                            : nccl_missing("ncclGather", ncclInvalidUsage);
     case NCCL_SCATTER:
         return real->Scatter ? real->Scatter(c->send, c->recv, c->count, c->datatype, c->root,
                                              c->comm, c->stream)
-                             : ncclInvalidUsage;
+                             : nccl_missing("ncclScatter", ncclInvalidUsage);
     case NCCL_ALL_TO_ALL:
         return real->AlltoAll ? real->AlltoAll(c->send, c->recv, c->count, c->datatype, c->comm,
                                                c->stream)
-                              : ncclInvalidUsage;
+                              : nccl_missing("ncclAlltoAll", ncclInvalidUsage);
     }
     return ncclInvalidArgument;
 }

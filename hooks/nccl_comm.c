@@ -5,15 +5,24 @@
  * looked up from the real library the first time a reduction names it (one made through a call
  * the shim does not hook, such as ncclCommShrink). The tables are small hash tables under one
  * mutex that is never held across a call into NCCL: PyTorch's watchdog polls communicators
- * from its own thread while the training thread reduces.
+ * from its own thread while the training thread reduces. Each communicator's device
+ * (ncclCommCuDevice) is where the shim's work for it runs, whatever device the calling thread
+ * has current (one thread may drive several devices' communicators in one group).
+ *
+ * A hook whose real function the loaded NCCL lacks returns NCCL's error code, logged once; a
+ * function the deterministic path issues (ncclSend, ...) missing makes the reductions pass
+ * through, logged (nccl_unsupported_reason).
  */
 #include "nccl_internal.h"
 
+#include "log.h"
 #include "once.h"
 #include "rank.h"
 #include "resolve.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +70,45 @@ const struct nccl_real *nccl_real(void)
     static const struct nccl_real none;
     /* A call re-entered from the resolution itself finds nothing yet. */
     return reprod_once(&real_once, resolve_real) ? &real_table : &none;
+}
+
+#define MISSING_NAMES 32 /* distinct missing functions logged; more are not logged again */
+
+ncclResult_t nccl_missing(const char *name, ncclResult_t code)
+{
+    static _Atomic(const char *) logged[MISSING_NAMES];
+    for (int i = 0; i < MISSING_NAMES; i++) {
+        const char *seen = atomic_load(&logged[i]);
+        if (seen == NULL && atomic_compare_exchange_strong(&logged[i], &seen, name)) break;
+        if (seen != NULL && strcmp(seen, name) == 0) return code;
+    }
+    reprod_log(REPROD_LOG_WARN,
+               "warning: %s: no loaded NCCL library defines %s; the call returns NCCL error %d "
+               "without reaching NCCL",
+               name, name, code);
+    return code;
+}
+
+const char *nccl_unsupported_reason(void)
+{
+    static const struct {
+        size_t offset;
+        const char *reason;
+    } issued[] = {
+        {offsetof(struct nccl_real, Send), "the loaded NCCL lacks ncclSend"},
+        {offsetof(struct nccl_real, Recv), "the loaded NCCL lacks ncclRecv"},
+        {offsetof(struct nccl_real, AllGather), "the loaded NCCL lacks ncclAllGather"},
+        {offsetof(struct nccl_real, Broadcast), "the loaded NCCL lacks ncclBroadcast"},
+        {offsetof(struct nccl_real, GroupStart), "the loaded NCCL lacks ncclGroupStart"},
+        {offsetof(struct nccl_real, GroupEnd), "the loaded NCCL lacks ncclGroupEnd"},
+    };
+    const struct nccl_real *real = nccl_real();
+    for (size_t i = 0; i < sizeof issued / sizeof issued[0]; i++) {
+        void *function;
+        memcpy(&function, (const char *)real + issued[i].offset, sizeof function);
+        if (function == NULL) return issued[i].reason;
+    }
+    return reprod_cuda_unready_reason();
 }
 
 size_t nccl_type_bytes(ncclDataType_t type)
@@ -138,14 +186,33 @@ static void learn_rank(int rank, int ranks)
         reprod_rank_set_from_library(rank, ranks);
 }
 
-void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking)
+/* The device of `comm`: ncclCommCuDevice's answer, else `known` (what its init call tells). */
+static int comm_device(ncclComm_t comm, int known)
+{
+    const struct nccl_real *real = nccl_real();
+    int device = -1;
+    static atomic_flag logged = ATOMIC_FLAG_INIT;
+    if (!real->CommCuDevice) {
+        if (!atomic_flag_test_and_set(&logged))
+            reprod_log(REPROD_LOG_WARN,
+                       "warning: the loaded NCCL lacks ncclCommCuDevice: a communicator's device "
+                       "is taken to be the one current when it was made");
+        return known;
+    }
+    if (real->CommCuDevice(comm, &device) != ncclSuccess || device < 0) return known;
+    return device;
+}
+
+void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking, int device)
 {
     if (!comm) return;
     struct nccl_comm_info info = {.rank = rank, .ranks = ranks, .blocking = blocking};
+    /* A nonblocking init still in progress answers no query yet: asked again at the lookup. */
+    info.device = rank >= 0 ? comm_device(comm, device) : device;
     store_comm(comm, &info);
     learn_rank(rank, ranks);
     /* The device code is loaded here, before any graph capture can begin on this thread. */
-    if (reprod_cuda_ready()) (void)reprod_cuda_kernels_loaded();
+    if (reprod_cuda_ready()) (void)reprod_cuda_kernels_loaded(info.device);
 }
 
 int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info)
@@ -155,6 +222,7 @@ int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info)
     struct comm_entry *e = find_comm(comm);
     int known = e && e->info.rank >= 0 && e->info.ranks >= 1;
     int blocking = e ? e->info.blocking : 1;
+    int device = e ? e->info.device : REPROD_CUDA_CURRENT_DEVICE;
     if (known) *info = e->info;
     pthread_mutex_unlock(&table_lock);
     if (known) return 0;
@@ -165,6 +233,7 @@ int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info)
         real->CommUserRank(comm, &rank) != ncclSuccess || ranks < 1 || rank < 0 || rank >= ranks)
         return -1;
     info->rank = rank, info->ranks = ranks, info->blocking = blocking;
+    info->device = comm_device(comm, device);
     store_comm(comm, info);
     learn_rank(rank, ranks);
     return 0;
@@ -271,13 +340,14 @@ static void after_init(ncclResult_t rc, ncclComm_t *comm, int rank, int ranks, i
 {
     if (!comm || (rc != ncclSuccess && rc != ncclInProgress)) return;
     if (rc == ncclInProgress) rank = ranks = -1;
-    nccl_comm_remember(*comm, rank, ranks, blocking);
+    /* NCCL's communicator takes the device current at its init. */
+    nccl_comm_remember(*comm, rank, ranks, blocking, reprod_cuda_current_device());
 }
 
 REPROD_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommInitRank) return ncclSystemError;
+    if (!real->CommInitRank) return nccl_missing("ncclCommInitRank", ncclSystemError);
     ncclResult_t rc = real->CommInitRank(comm, nranks, id, rank);
     after_init(rc, comm, rank, nranks, 1);
     return rc;
@@ -287,7 +357,7 @@ REPROD_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, 
                                                   int rank, ncclConfig_t *config)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommInitRankConfig) return ncclSystemError;
+    if (!real->CommInitRankConfig) return nccl_missing("ncclCommInitRankConfig", ncclSystemError);
     ncclResult_t rc = real->CommInitRankConfig(comm, nranks, id, rank, config);
     after_init(rc, comm, rank, nranks, config_blocking(config));
     return rc;
@@ -298,7 +368,8 @@ REPROD_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks
                                                     ncclConfig_t *config)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommInitRankScalable) return ncclSystemError;
+    if (!real->CommInitRankScalable)
+        return nccl_missing("ncclCommInitRankScalable", ncclSystemError);
     ncclResult_t rc = real->CommInitRankScalable(comm, nranks, rank, nId, ids, config);
     after_init(rc, comm, rank, nranks, config_blocking(config));
     return rc;
@@ -307,11 +378,11 @@ REPROD_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks
 REPROD_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms_out, int ndev, const int *devlist)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommInitAll) return ncclSystemError;
+    if (!real->CommInitAll) return nccl_missing("ncclCommInitAll", ncclSystemError);
     ncclResult_t rc = real->CommInitAll(comms_out, ndev, devlist);
     if (rc == ncclSuccess && comms_out)
         for (int i = 0; i < ndev; i++)
-            nccl_comm_remember(comms_out[i], i, ndev, 1);
+            nccl_comm_remember(comms_out[i], i, ndev, 1, devlist ? devlist[i] : i);
     return rc;
 }
 
@@ -321,20 +392,22 @@ REPROD_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nc
                                          ncclConfig_t *config)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommSplit) return ncclSystemError;
-    struct nccl_comm_info parent = {.blocking = 1};
-    int blocking = config ? config_blocking(config)
-                          : (nccl_comm_lookup(comm, &parent) == 0 ? parent.blocking : 1);
+    if (!real->CommSplit) return nccl_missing("ncclCommSplit", ncclSystemError);
+    struct nccl_comm_info parent = {.blocking = 1, .device = REPROD_CUDA_CURRENT_DEVICE};
+    int known = nccl_comm_lookup(comm, &parent) == 0;
+    int blocking = config ? config_blocking(config) : (known ? parent.blocking : 1);
     ncclResult_t rc = real->CommSplit(comm, color, key, newcomm, config);
-    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm && *newcomm)
-        nccl_comm_remember(*newcomm, -1, -1, blocking);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm &&
+        *newcomm) /* the parent's device */
+        nccl_comm_remember(*newcomm, -1, -1, blocking,
+                           known ? parent.device : REPROD_CUDA_CURRENT_DEVICE);
     return rc;
 }
 
 REPROD_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommDestroy) return ncclSystemError;
+    if (!real->CommDestroy) return nccl_missing("ncclCommDestroy", ncclSystemError);
     if (comm) nccl_comm_forget(comm);
     return real->CommDestroy(comm);
 }
@@ -342,7 +415,7 @@ REPROD_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 REPROD_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommAbort) return ncclSystemError;
+    if (!real->CommAbort) return nccl_missing("ncclCommAbort", ncclSystemError);
     if (comm) nccl_comm_forget(comm);
     return real->CommAbort(comm);
 }
@@ -351,7 +424,7 @@ REPROD_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 REPROD_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->CommFinalize) return ncclSystemError;
+    if (!real->CommFinalize) return nccl_missing("ncclCommFinalize", ncclSystemError);
     return real->CommFinalize(comm);
 }
 
@@ -363,7 +436,8 @@ REPROD_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scala
                                                     ncclComm_t comm)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->RedOpCreatePreMulSum) return ncclSystemError;
+    if (!real->RedOpCreatePreMulSum)
+        return nccl_missing("ncclRedOpCreatePreMulSum", ncclSystemError);
     ncclResult_t rc = real->RedOpCreatePreMulSum(op, scalar, datatype, residence, comm);
     if (rc != ncclSuccess || !op || !scalar) return rc;
     struct nccl_premul premul = {.datatype = datatype, .residence = residence};
@@ -379,7 +453,7 @@ REPROD_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scala
 REPROD_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->RedOpDestroy) return ncclSystemError;
+    if (!real->RedOpDestroy) return nccl_missing("ncclRedOpDestroy", ncclSystemError);
     premul_forget(comm, op);
     return real->RedOpDestroy(op, comm);
 }

@@ -231,7 +231,7 @@ ncclResult_t ncclGroupSimulateEnd(void *sim_info);
 REPROD_EXPORT ncclResult_t ncclGroupStart(void)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->GroupStart) return ncclSystemError;
+    if (!real->GroupStart) return nccl_missing("ncclGroupStart", ncclSystemError);
     ncclResult_t rc = real->GroupStart();
     if (rc == ncclSuccess && !reprod_guard_active()) group_depth++;
     return rc;
@@ -242,7 +242,7 @@ REPROD_EXPORT ncclResult_t ncclGroupStart(void)
 REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->GroupEnd) return ncclSystemError;
+    if (!real->GroupEnd) return nccl_missing("ncclGroupEnd", ncclSystemError);
     if (reprod_guard_active() || group_depth == 0) return real->GroupEnd();
     ncclResult_t rc = real->GroupEnd();
     if (--group_depth > 0) return rc;
@@ -264,7 +264,7 @@ REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
 REPROD_EXPORT ncclResult_t ncclGroupSimulateEnd(void *sim_info)
 {
     const struct nccl_real *real = nccl_real();
-    if (!real->GroupSimulateEnd) return ncclInvalidUsage;
+    if (!real->GroupSimulateEnd) return nccl_missing("ncclGroupSimulateEnd", ncclInvalidUsage);
     ncclResult_t rc = real->GroupSimulateEnd(sim_info);
     if (reprod_guard_active() || group_depth == 0 || --group_depth > 0) return rc;
     free_works(deferred_head);

@@ -19,6 +19,8 @@ struct nccl_comm_info {
     int rank;
     int ranks;
     int blocking; /* 0: config.blocking = 0 (calls may return ncclInProgress) */
+    int device;   /* ncclCommCuDevice: where the shim's work for it runs (cuda.h), or
+                     REPROD_CUDA_CURRENT_DEVICE when not known */
 };
 
 /* Fill *info for `comm`: from the table when the shim saw it made, else from the real library
@@ -27,11 +29,21 @@ struct nccl_comm_info {
 int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info);
 
 /* Remember a communicator the real library made (rank and size -1 when not known yet: a
- * nonblocking init still in progress), and learn the rank for seeding from it. */
-void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking);
+ * nonblocking init still in progress), and learn the rank for seeding from it. `device`: its
+ * device as the init call tells it (the one current then), for a library without
+ * ncclCommCuDevice. */
+void nccl_comm_remember(ncclComm_t comm, int rank, int ranks, int blocking, int device);
 
 /* Forget a communicator and its PreMulSum ops (destroy, abort). */
 void nccl_comm_forget(ncclComm_t comm);
+
+/* A hook whose real NCCL function the process lacks: log it once (by name) and return `code`,
+ * never a call through NULL. */
+ncclResult_t nccl_missing(const char *name, ncclResult_t code);
+
+/* Why the deterministic path cannot run in this process (the loaded NCCL lacks a function it
+ * issues, or CUDA is missing or lacks one), for the pass-through's log line; NULL when it can. */
+const char *nccl_unsupported_reason(void);
 
 /* A PreMulSum op as the shim saw it made, copied at each call (PyTorch destroys the op as soon
  * as the call returns, before ncclGroupEnd). */

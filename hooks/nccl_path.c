@@ -109,7 +109,8 @@ ncclResult_t nccl_work_start(struct nccl_work *w)
         return ncclInvalidUsage;
     }
     w->scratch_bytes = scratch_bytes_for(w, w->piece_elements);
-    if (reprod_cuda_alloc_async(&w->scratch, w->scratch_bytes, w->stream) != REPROD_CUDA_OK) {
+    if (reprod_cuda_scratch_alloc(&w->scratch, w->scratch_bytes, w->stream, w->info.device) !=
+        REPROD_CUDA_OK) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: no device memory for %zu bytes of scratch",
                    w->api, w->scratch_bytes);
         return ncclUnhandledCudaError;
@@ -169,7 +170,7 @@ static int scale_own_input(struct nccl_work *w, size_t piece)
         r.own = NULL, r.own_index = -1;
         r.out = scaled_area(w, piece) + b * piece * s;
         r.work = NULL;
-        if (reprod_cuda_reduce(w->stream, &r) != REPROD_CUDA_OK) return -1;
+        if (reprod_cuda_reduce(w->stream, w->info.device, &r) != REPROD_CUDA_OK) return -1;
     }
     return 0;
 }
@@ -299,7 +300,8 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
     if (length == 0) return;
     r.elements = length;
     r.work = (char *)w->scratch + w->scratch_bytes - align_up(reprod_cuda_reduce_work_bytes(&r));
-    if (reprod_cuda_reduce(w->stream, &r) != REPROD_CUDA_OK && w->result == ncclSuccess) {
+    if (reprod_cuda_reduce(w->stream, w->info.device, &r) != REPROD_CUDA_OK &&
+        w->result == ncclSuccess) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: the device reduction could not be enqueued",
                    w->api);
         w->result = ncclUnhandledCudaError;
@@ -310,7 +312,7 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
 static void finish(struct nccl_work *w)
 {
     w->done = 1;
-    if (w->scratch) reprod_cuda_free_async(w->scratch, w->stream);
+    if (w->scratch) reprod_cuda_scratch_free(w->scratch, w->stream, w->info.device);
     w->scratch = NULL;
     size_t payload = w->collective == NCCL_REDUCE_SCATTER ? w->count * (size_t)w->info.ranks
                                                           : w->count;

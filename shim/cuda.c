@@ -1,17 +1,20 @@
 /* cuda.c: the CUDA driver API found at run time in the libcuda.so.1 the process loaded, the
- * stream-ordered memory calls of cuda.h, and reprod_cuda_reduce's choice between the device
- * kernels (cuda_module.c) and the host path (cuda_host.c), which give the same bits.
+ * context each call's work runs in, the stream-ordered memory calls of cuda.h (the scratch of a
+ * full device included), and reprod_cuda_reduce's choice between the device kernels
+ * (cuda_module.c) and the host path (cuda_host.c), which give the same bits.
  */
 #include "cuda.h"
 
 #include "common.h"
 #include "cuda_driver.h"
 #include "cuda_kernel.h"
+#include "log.h"
 #include "resolve.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,13 +68,26 @@ static const struct driver_symbol driver_symbols[] = {
     SYMBOL(launch_kernel, "cuLaunchKernel", "cuLaunchKernel", 0),
     SYMBOL(user_object_create, "cuUserObjectCreate", "cuUserObjectCreate", 1),
     SYMBOL(graph_retain_user_object, "cuGraphRetainUserObject", "cuGraphRetainUserObject", 1),
+    SYMBOL(primary_ctx_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 0),
+    SYMBOL(primary_ctx_release, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 0),
+    SYMBOL(device_get_mem_pool, "cuDeviceGetMemPool", "cuDeviceGetMemPool", 1),
+    SYMBOL(mem_pool_trim_to, "cuMemPoolTrimTo", "cuMemPoolTrimTo", 1),
+    SYMBOL(driver_get_version, "cuDriverGetVersion", "cuDriverGetVersion", 1),
+    SYMBOL(get_error_name, "cuGetErrorName", "cuGetErrorName", 1),
+    SYMBOL(func_get_attribute, "cuFuncGetAttribute", "cuFuncGetAttribute", 1),
+    SYMBOL(ctx_get_limit, "cuCtxGetLimit", "cuCtxGetLimit", 1),
 };
+
+#define DRIVER_READY   1
+#define DRIVER_LACKING 2
+#define DRIVER_WRITING 3
 
 typedef CUresult get_proc_address_fn(const char *symbol, void **function, int cuda_version,
                                      unsigned long long flags, int *symbol_status);
 
-/* Fill *d from the loaded libcuda; 0 when it is not loaded or lacks a required function. */
-static int driver_resolve(struct reprod_cuda_driver *d)
+/* Fill *d from the loaded libcuda. Returns DRIVER_READY; 0 when libcuda is not loaded (yet);
+ * or DRIVER_LACKING with *missing naming the first required function it lacks. */
+static int driver_resolve(struct reprod_cuda_driver *d, const char **missing)
 {
     memset(d, 0, sizeof *d);
     void *get_proc_address = reprod_resolve("cuGetProcAddress_v2");
@@ -87,29 +103,36 @@ static int driver_resolve(struct reprod_cuda_driver *d)
             status != CU_GET_PROC_ADDRESS_SUCCESS)
             function = NULL;
         if (function == NULL) function = reprod_resolve(s->exported);
-        if (function == NULL && !s->optional) return 0;
+        if (function == NULL && !s->optional) {
+            *missing = s->name;
+            return DRIVER_LACKING;
+        }
         memcpy((char *)d + s->offset, &function, sizeof function);
     }
-    return 1;
+    return DRIVER_READY;
 }
 
-/* The published table: state 0 (none), DRIVER_READY, or DRIVER_WRITING + the writer's pid (a
- * fork child whose parent was writing takes over). */
-#define DRIVER_READY   1
-#define DRIVER_WRITING 2
+/* The published table: state 0 (none), DRIVER_READY, DRIVER_LACKING (for good: the loaded
+ * libcuda lacks driver_missing), or DRIVER_WRITING + the writer's pid (a fork child whose
+ * parent was writing takes over). */
 static struct reprod_cuda_driver driver_table;
+static char driver_lacks[96]; /* DRIVER_LACKING: "the CUDA driver lacks cuMemAllocAsync" */
 static _Atomic int driver_state;
 
 const struct reprod_cuda_driver *reprod_cuda_driver(void)
 {
     int state = atomic_load_explicit(&driver_state, memory_order_acquire);
     if (REPROD_LIKELY(state == DRIVER_READY)) return &driver_table;
+    if (state == DRIVER_LACKING) return NULL;
     struct reprod_cuda_driver found;
-    if (!driver_resolve(&found)) return NULL; /* CUDA not loaded (yet): ask again next time */
+    const char *missing = NULL;
+    int result = driver_resolve(&found, &missing);
+    if (result == 0) return NULL; /* CUDA not loaded (yet): ask again next time */
     int self = DRIVER_WRITING + (int)getpid();
     for (;;) {
         state = atomic_load_explicit(&driver_state, memory_order_acquire);
         if (state == DRIVER_READY) return &driver_table;
+        if (state == DRIVER_LACKING) return NULL;
         if (state == self) { /* another thread of this process is publishing the same table */
             sched_yield();
             continue;
@@ -117,29 +140,77 @@ const struct reprod_cuda_driver *reprod_cuda_driver(void)
         if (atomic_compare_exchange_weak(&driver_state, &state, self)) break;
     }
     driver_table = found;
-    atomic_store_explicit(&driver_state, DRIVER_READY, memory_order_release);
-    return &driver_table;
+    if (result == DRIVER_LACKING)
+        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", missing);
+    atomic_store_explicit(&driver_state, result, memory_order_release);
+    return result == DRIVER_READY ? &driver_table : NULL;
 }
 
-CUresult reprod_cuda_context_enter(const struct reprod_cuda_driver *d, CUstream stream,
-                                   CUcontext *context, int *pushed)
+const char *reprod_cuda_unready_reason(void)
 {
-    CUcontext current = NULL;
-    *pushed = 0;
-    CUresult rc = d->stream_get_ctx(stream, context);
-    if (rc != CUDA_SUCCESS) return rc;
-    rc = d->ctx_get_current(&current);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (current == *context) return CUDA_SUCCESS;
-    rc = d->ctx_push_current(*context);
-    *pushed = rc == CUDA_SUCCESS;
-    return rc;
+    if (reprod_cuda_driver() != NULL) return NULL;
+    if (atomic_load_explicit(&driver_state, memory_order_acquire) != DRIVER_LACKING)
+        return "no CUDA driver in the process";
+    return driver_lacks;
 }
 
-void reprod_cuda_context_leave(const struct reprod_cuda_driver *d, int pushed)
+const char *reprod_cuda_error_name(const struct reprod_cuda_driver *d, CUresult error)
+{
+    const char *name = NULL;
+    if (d->get_error_name == NULL || d->get_error_name(error, &name) != CUDA_SUCCESS ||
+        name == NULL)
+        return "CUDA error";
+    return name;
+}
+
+/* A default stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): the current context's. */
+static int default_stream(CUstream stream)
+{
+    return (uintptr_t)stream <= 2;
+}
+
+static atomic_flag logged_no_primary = ATOMIC_FLAG_INIT;
+
+CUresult reprod_cuda_enter(const struct reprod_cuda_driver *d, CUstream stream, int device,
+                           struct reprod_cuda_scope *scope)
+{
+    CUcontext current = NULL, target = NULL;
+    memset(scope, 0, sizeof *scope);
+    scope->device = device;
+    if (d->ctx_get_current(&current) != CUDA_SUCCESS) current = NULL;
+    if (device >= 0 && default_stream(stream)) {
+        CUdevice current_device = -1;
+        if (current != NULL && d->ctx_get_device(&current_device) == CUDA_SUCCESS &&
+            current_device == device)
+            target = current;
+        else if (d->primary_ctx_retain(&target, device) == CUDA_SUCCESS)
+            scope->retained = 1;
+        else if (!atomic_flag_test_and_set(&logged_no_primary))
+            reprod_log(REPROD_LOG_WARN,
+                       "warning: the CUDA driver cannot give device %d's context "
+                       "(cuDevicePrimaryCtxRetain): work on a default stream goes to the "
+                       "calling thread's current device",
+                       device);
+    }
+    CUresult rc = target != NULL ? CUDA_SUCCESS : d->stream_get_ctx(stream, &target);
+    if (rc == CUDA_SUCCESS && target != current) {
+        rc = d->ctx_push_current(target);
+        scope->pushed = rc == CUDA_SUCCESS;
+    }
+    if (rc != CUDA_SUCCESS) {
+        reprod_cuda_leave(d, scope);
+        return rc;
+    }
+    scope->context = target;
+    return CUDA_SUCCESS;
+}
+
+void reprod_cuda_leave(const struct reprod_cuda_driver *d, struct reprod_cuda_scope *scope)
 {
     CUcontext popped;
-    if (pushed) d->ctx_pop_current(&popped);
+    if (scope->pushed) d->ctx_pop_current(&popped);
+    if (scope->retained) d->primary_ctx_release(scope->device);
+    scope->pushed = scope->retained = 0;
 }
 
 /* ---- cuda.h ------------------------------------------------------------------------------ */
@@ -149,48 +220,128 @@ int reprod_cuda_ready(void)
     return reprod_cuda_driver() != NULL;
 }
 
-int reprod_cuda_alloc_async(void **pointer, size_t bytes, reprod_stream stream)
+int reprod_cuda_current_device(void)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    CUcontext current = NULL;
+    CUdevice device = REPROD_CUDA_CURRENT_DEVICE;
+    if (d == NULL || d->ctx_get_current(&current) != CUDA_SUCCESS || current == NULL ||
+        d->ctx_get_device(&device) != CUDA_SUCCESS)
+        return REPROD_CUDA_CURRENT_DEVICE;
+    return device;
+}
+
+/* Give the current device's stream-ordered pool's free memory back to the device
+ * (cuMemPoolTrimTo; a capture elsewhere on this thread must not object). 1 when trimmed. */
+static int trim_pool(const struct reprod_cuda_driver *d)
+{
+    CUdevice device;
+    CUmemoryPool pool;
+    if (d->device_get_mem_pool == NULL || d->mem_pool_trim_to == NULL ||
+        d->ctx_get_device(&device) != CUDA_SUCCESS ||
+        d->device_get_mem_pool(&pool, device) != CUDA_SUCCESS)
+        return 0;
+    int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int exchanged = d->thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
+    CUresult rc = d->mem_pool_trim_to(pool, 0);
+    if (exchanged) d->thread_exchange_capture_mode(&mode);
+    return rc == CUDA_SUCCESS;
+}
+
+static atomic_flag logged_trim = ATOMIC_FLAG_INIT, logged_host_scratch = ATOMIC_FLAG_INIT;
+
+/* The fallbacks change where this process's scratch lives, never its size: every rank's NCCL
+ * calls stay the same (the pieces follow from the arguments and REPROD_SCRATCH_MB alone). */
+int reprod_cuda_scratch_alloc(void **pointer, size_t bytes, reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    *pointer = NULL;
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
     CUdeviceptr address = 0;
-    CUresult rc = d->mem_alloc_async(&address, bytes, stream);
-    *pointer = rc == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
+    rc = d->mem_alloc_async(&address, bytes, stream);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && trim_pool(d)) {
+        rc = d->mem_alloc_async(&address, bytes, stream);
+        if (rc == CUDA_SUCCESS && !atomic_flag_test_and_set(&logged_trim))
+            reprod_log(REPROD_LOG_INFO,
+                       "the device was full: trimming CUDA's stream-ordered pool made room for "
+                       "%zu bytes of the shim's scratch",
+                       bytes);
+    }
+    if (rc == CUDA_SUCCESS) {
+        *pointer = (void *)(uintptr_t)address;
+    } else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+        *pointer = reprod_cuda_host_scratch_take(d, bytes);
+        if (*pointer != NULL) rc = CUDA_SUCCESS;
+        if (*pointer != NULL && !atomic_flag_test_and_set(&logged_host_scratch))
+            reprod_log(REPROD_LOG_WARN,
+                       "warning: the device is full (even after trimming CUDA's pool): the "
+                       "shim's scratch (%zu bytes) is in pinned host memory, which the device "
+                       "reaches over the bus (slower, the same bits)",
+                       bytes);
+    }
+    reprod_cuda_leave(d, &scope);
     return rc;
 }
 
-int reprod_cuda_free_async(void *pointer, reprod_stream stream)
+int reprod_cuda_scratch_free(void *pointer, reprod_stream stream, int device)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
-    return d->mem_free_async((CUdeviceptr)(uintptr_t)pointer, stream);
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &status);
+    int capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (rc == CUDA_SUCCESS && !reprod_cuda_host_scratch_release(d, stream, pointer, capturing))
+        rc = d->mem_free_async((CUdeviceptr)(uintptr_t)pointer, stream);
+    reprod_cuda_leave(d, &scope);
+    return rc;
 }
 
 int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
-                           reprod_stream stream)
+                           reprod_stream stream, int device)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
     if (bytes == 0) return REPROD_CUDA_OK;
-    return d->memcpy_async((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source,
-                           bytes, stream);
-}
-
-int reprod_cuda_capturing(reprod_stream stream, int *capturing)
-{
-    const struct reprod_cuda_driver *d = reprod_cuda_driver();
-    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
-    int status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult rc = d->stream_is_capturing(stream, &status);
-    *capturing = rc == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = d->memcpy_async((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source, bytes,
+                         stream);
+    reprod_cuda_leave(d, &scope);
     return rc;
 }
 
-int reprod_cuda_stream_sync(reprod_stream stream)
+int reprod_cuda_capturing(reprod_stream stream, int device, int *capturing)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    *capturing = 0;
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
-    return d->stream_synchronize(stream);
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &status);
+    *capturing = rc == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_stream_sync(reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = d->stream_synchronize(stream);
+    reprod_cuda_leave(d, &scope);
+    return rc;
 }
 
 size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduction)
@@ -232,26 +383,32 @@ static int kernel_args_of(const struct reprod_device_reduction *r, struct reprod
     return 1;
 }
 
-int reprod_cuda_reduce(reprod_stream stream, const struct reprod_device_reduction *reduction)
+int reprod_cuda_reduce(reprod_stream stream, int device,
+                       const struct reprod_device_reduction *reduction)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
     struct reprod_kernel_args args;
     if (reduction == NULL || !kernel_args_of(reduction, &args)) return REPROD_CUDA_INVALID_VALUE;
     if (args.elements == 0) return REPROD_CUDA_OK;
-    CUcontext context;
-    int pushed;
-    CUresult rc = reprod_cuda_context_enter(d, stream, &context, &pushed);
+    struct reprod_cuda_scope scope;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
     if (rc != CUDA_SUCCESS) return rc;
     int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
     rc = d->stream_is_capturing(stream, &capture_status);
     if (rc == CUDA_SUCCESS) {
         int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
+        const char *why = "no-pointer-array";
         int kernel_possible = args.count <= REPROD_KERNEL_LOCAL_POINTERS || args.pointers != NULL;
-        rc = kernel_possible ? reprod_cuda_launch(d, context, stream, &args, capturing)
+        rc = kernel_possible ? reprod_cuda_launch(d, scope.context, stream, &args, capturing, &why)
                              : REPROD_CUDA_UNAVAILABLE;
-        if (rc != CUDA_SUCCESS) rc = reprod_cuda_reduce_on_host(d, stream, &args, capturing);
+        if (rc == CUDA_SUCCESS) {
+            reprod_cuda_count_path(NULL);
+        } else {
+            rc = reprod_cuda_reduce_on_host(d, stream, &args, capturing);
+            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
+        }
     }
-    reprod_cuda_context_leave(d, pushed);
+    reprod_cuda_leave(d, &scope);
     return rc;
 }

@@ -31,27 +31,55 @@ enum {
  * shim needs were found; thread-safe, cheap after the first call. */
 int reprod_cuda_ready(void);
 
-/* 1 when the device kernels are built into the shim and loaded for the calling thread's
- * current context (else reductions take the host path). Loads them on the first call for a
- * context: call it when a communicator is created, outside any graph capture (a reduction on
- * a capturing stream never loads them: it takes the host path until they are loaded). */
-int reprod_cuda_kernels_loaded(void);
+/* Why the shim cannot use CUDA, for a pass-through's log line: "no CUDA driver in the process",
+ * or "the CUDA driver lacks cuMemAllocAsync" (a required function, by name); NULL when
+ * reprod_cuda_ready(). */
+const char *reprod_cuda_unready_reason(void);
 
-/* Stream-ordered device memory (cuMemAllocAsync / cuMemFreeAsync on `stream`). */
-int reprod_cuda_alloc_async(void **pointer, size_t bytes, reprod_stream stream);
-int reprod_cuda_free_async(void *pointer, reprod_stream stream);
+/* Where the work of each call below runs. `device` is the device the work is done for (an NCCL
+ * communicator's, ncclCommCuDevice), or REPROD_CUDA_CURRENT_DEVICE. A call on a default stream
+ * (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) runs in that device's primary context, whatever
+ * device the calling thread has current (NCCL resolves such a stream on its communicator's
+ * device); the caller's context is current again when the call returns. A created stream's
+ * work runs in the stream's own context. */
+#define REPROD_CUDA_CURRENT_DEVICE (-1)
+
+/* The calling thread's current device (its current context's), or REPROD_CUDA_CURRENT_DEVICE
+ * when it has none or CUDA is not ready. */
+int reprod_cuda_current_device(void);
+
+/* 1 when the device kernels are built into the shim and loaded for `device`'s context (the
+ * calling thread's current context for REPROD_CUDA_CURRENT_DEVICE), else reductions take the
+ * host path. Loads them on the first call for a context: call it when a communicator is
+ * created, outside any graph capture (a reduction on a capturing stream never loads them: it
+ * takes the host path until they are loaded). */
+int reprod_cuda_kernels_loaded(int device);
+
+/* Memory for a reduction's data path, in stream order, where there is room: the device's
+ * stream-ordered pool (cuMemAllocAsync on `stream`); when the device is full, the same after
+ * trimming the pool (cuMemPoolTrimTo: its free blocks go back to the device); then pinned host
+ * memory that the devices reach at the same address (slower; logged once). The choice changes
+ * only where this process's scratch lives, never its size: peers see the same calls. Free it
+ * with reprod_cuda_scratch_free (in stream order), which knows which it was. */
+int reprod_cuda_scratch_alloc(void **pointer, size_t bytes, reprod_stream stream, int device);
+int reprod_cuda_scratch_free(void *pointer, reprod_stream stream, int device);
 
 /* Copy `bytes` bytes in stream order, any direction (unified addressing: cuMemcpyAsync). */
 int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
-                           reprod_stream stream);
+                           reprod_stream stream, int device);
 
 /* 1 in *capturing when `stream` is being captured into a graph (cuStreamIsCapturing; an
  * invalidated capture counts as capturing). */
-int reprod_cuda_capturing(reprod_stream stream, int *capturing);
+int reprod_cuda_capturing(reprod_stream stream, int device, int *capturing);
 
 /* Wait until `stream` has done all its work (cuStreamSynchronize). For tests, tools and
  * tracing (REPROD_TRACE hashes device data in stream order): the data path never waits. */
-int reprod_cuda_stream_sync(reprod_stream stream);
+int reprod_cuda_stream_sync(reprod_stream stream, int device);
+
+/* Where this process's device reductions ran, as one word for the counts line (`reprod
+ * doctor`): NULL when none ran; "kernels"; "host:<why>" (e.g. host:driver-older-than-kernels,
+ * host:built-without-nvcc); "kernels+host:<why>" when both did. */
+const char *reprod_cuda_path_word(void);
 
 /* PreMulSum: how each contribution is scaled before the sum (NCCL multiplies every
  * contribution by the scalar in its type, rounded to nearest). */
@@ -92,11 +120,12 @@ size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduc
 
 /* Enqueue the reduction on `stream`: asynchronous, capturable into a CUDA graph, no host
  * synchronisation. PreMulSum multiplies each contribution (read, never written) by the scalar
- * in its type, rounded to nearest, before the exact sum (or the ordered fold). The stream's
- * context is made current for the call when it is not. Device kernels when loaded for that
- * context, else the host path (pinned staging, host engine, in stream order): the same bits.
+ * in its type, rounded to nearest, before the exact sum (or the ordered fold). It runs in the
+ * context `stream` and `device` name (above). Device kernels when loaded for that context,
+ * else the host path (pinned staging, host engine, in stream order): the same bits.
  * Returns REPROD_CUDA_OK; REPROD_CUDA_INVALID_VALUE for bad arguments, REPROD_CUDA_UNAVAILABLE
  * without CUDA, or the driver's error (then a part may have been enqueued, e.g. a copy). */
-int reprod_cuda_reduce(reprod_stream stream, const struct reprod_device_reduction *reduction);
+int reprod_cuda_reduce(reprod_stream stream, int device,
+                       const struct reprod_device_reduction *reduction);
 
 #endif /* REPROD_CUDA_H */

@@ -21,20 +21,30 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUuserObject_st *CUuserObject;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef reprod_stream CUstream;
 typedef void CUhostFn(void *user_data);
 
-#define CUDA_SUCCESS                          0
-#define CU_STREAM_CAPTURE_STATUS_NONE         0
-#define CU_STREAM_CAPTURE_STATUS_ACTIVE       1
-#define CU_STREAM_CAPTURE_STATUS_INVALIDATED  2
-#define CU_STREAM_CAPTURE_MODE_RELAXED        2
-#define CU_MEMHOSTALLOC_PORTABLE              0x01
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
-#define CU_USER_OBJECT_NO_DESTRUCTOR_SYNC     1
-#define CU_GRAPH_USER_OBJECT_MOVE             1
-#define CU_GET_PROC_ADDRESS_LEGACY_STREAM     1
-#define CU_GET_PROC_ADDRESS_SUCCESS           0
+#define CUDA_SUCCESS                                 0
+#define CUDA_ERROR_OUT_OF_MEMORY                     2
+#define CUDA_ERROR_NO_BINARY_FOR_GPU                 209
+#define CUDA_ERROR_UNSUPPORTED_PTX_VERSION           222
+#define CU_STREAM_CAPTURE_STATUS_NONE                0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE              1
+#define CU_STREAM_CAPTURE_STATUS_INVALIDATED         2
+#define CU_STREAM_CAPTURE_MODE_RELAXED               2
+#define CU_MEMHOSTALLOC_PORTABLE                     0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP                    0x02
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES           3
+#define CU_FUNC_ATTRIBUTE_BINARY_VERSION             6
+#define CU_LIMIT_STACK_SIZE                          0
+#define CU_USER_OBJECT_NO_DESTRUCTOR_SYNC            1
+#define CU_GRAPH_USER_OBJECT_MOVE                    1
+#define CU_GET_PROC_ADDRESS_LEGACY_STREAM            1
+#define CU_GET_PROC_ADDRESS_SUCCESS                  0
 
 /* The functions, with the signatures of the versions cuGetProcAddress returns for CUDA 12.0
  * (REPROD_CUDA_API_VERSION); the names in cuda.c. Optional ones may be NULL. */
@@ -70,30 +80,67 @@ struct reprod_cuda_driver {
                                    unsigned int flags); /* optional */
     CUresult (*graph_retain_user_object)(CUgraph graph, CUuserObject object, unsigned int count,
                                          unsigned int flags); /* optional */
+    /* The device a default stream's work is done for (cuda.h). */
+    CUresult (*primary_ctx_retain)(CUcontext *context, CUdevice device);
+    CUresult (*primary_ctx_release)(CUdevice device);
+    /* A full device (reprod_cuda_scratch_alloc): optional, without them no trim. */
+    CUresult (*device_get_mem_pool)(CUmemoryPool *pool, CUdevice device);
+    CUresult (*mem_pool_trim_to)(CUmemoryPool pool, size_t keep_bytes);
+    /* What the log says about the kernels (cuda_module.c): optional. */
+    CUresult (*driver_get_version)(int *version);
+    CUresult (*get_error_name)(CUresult error, const char **name);
+    CUresult (*func_get_attribute)(int *value, int attribute, CUfunction function);
+    CUresult (*ctx_get_limit)(size_t *value, int limit);
 };
 
 /* The driver's functions, or NULL when the process has not loaded libcuda.so.1 (or lacks a
  * required function). Lock-free once found; safe in a fork child (the addresses stay). */
 const struct reprod_cuda_driver *reprod_cuda_driver(void);
 
-/* The stream's context made current for the duration of a call: *pushed is 1 when it had to
- * be pushed (then reprod_cuda_context_leave pops it). Returns CUDA_SUCCESS or the error. */
-CUresult reprod_cuda_context_enter(const struct reprod_cuda_driver *d, CUstream stream,
-                                   CUcontext *context, int *pushed);
-void reprod_cuda_context_leave(const struct reprod_cuda_driver *d, int pushed);
+/* Where one call's work runs (cuda.h): the context made current for it, and what leaving
+ * undoes. */
+struct reprod_cuda_scope {
+    CUcontext context; /* the context the work runs in */
+    int pushed;        /* it was pushed: leaving pops it */
+    int retained;      /* a device's primary context was retained: leaving releases it */
+    CUdevice device;
+};
+
+/* Make current the context of the work on `stream` for `device` (cuda.h: a default stream's
+ * work goes to the device's primary context, a created stream's to its own). Returns
+ * CUDA_SUCCESS (then call reprod_cuda_leave) or the error. */
+CUresult reprod_cuda_enter(const struct reprod_cuda_driver *d, CUstream stream, int device,
+                           struct reprod_cuda_scope *scope);
+void reprod_cuda_leave(const struct reprod_cuda_driver *d, struct reprod_cuda_scope *scope);
+
+/* The name of a CUDA error ("CUDA_ERROR_OUT_OF_MEMORY"), or "CUDA error" when unknown. */
+const char *reprod_cuda_error_name(const struct reprod_cuda_driver *d, CUresult error);
 
 /* cuda_module.c: launch the reduction kernel for `args` (already checked) on `stream`, whose
  * context `context` is current. Loads the kernels for the context first unless `capturing`.
  * Returns CUDA_SUCCESS, or nonzero when the kernels are not available or the launch failed
- * (then the reduction itself was not enqueued: the caller takes the host path). */
+ * (then the reduction itself was not enqueued: the caller takes the host path, and *why says
+ * why in one word for the counts line, e.g. "driver-older-than-kernels"). */
 struct reprod_kernel_args;
-CUresult reprod_cuda_launch(const struct reprod_cuda_driver *d, CUcontext context,
-                            CUstream stream, const struct reprod_kernel_args *args,
-                            int capturing);
+CUresult reprod_cuda_launch(const struct reprod_cuda_driver *d, CUcontext context, CUstream stream,
+                            const struct reprod_kernel_args *args, int capturing, const char **why);
+
+/* cuda_module.c: count one device reduction that ran on the kernels (why == NULL) or on the
+ * host path (why: the word). */
+void reprod_cuda_count_path(const char *why);
 
 /* cuda_host.c: the same reduction in stream order on the host (pinned staging, host engine);
  * `capturing`: the staging then belongs to the graph being captured. */
 int reprod_cuda_reduce_on_host(const struct reprod_cuda_driver *d, CUstream stream,
                                const struct reprod_kernel_args *args, int capturing);
+
+/* cuda_host.c: `bytes` of pinned host memory that the devices reach at the same address (the
+ * scratch of a full device), taken from the staging pool, or NULL. */
+void *reprod_cuda_host_scratch_take(const struct reprod_cuda_driver *d, size_t bytes);
+
+/* cuda_host.c: if `pointer` is host scratch of this process, give it back once `stream` has
+ * passed this point (under capture: when the graph is destroyed) and return 1; else 0. */
+int reprod_cuda_host_scratch_release(const struct reprod_cuda_driver *d, CUstream stream,
+                                     void *pointer, int capturing);
 
 #endif /* REPROD_CUDA_DRIVER_H */

@@ -8,6 +8,10 @@
  * stream: the staging belongs to the graph (a CUDA user object whose destructor frees it when
  * the graph and its executable graphs are destroyed), or, without user objects, it is kept
  * until the process exits. Replays of a graph reuse its staging in the graph's own order.
+ *
+ * The same pool gives the scratch of a reduction whose device is full
+ * (reprod_cuda_scratch_alloc): pinned memory that the devices reach at its host address
+ * (unified addressing), given back in stream order in the same way.
  */
 #include "common.h"
 #include "cuda.h"
@@ -67,7 +71,8 @@ static struct staging *staging_take(const struct reprod_cuda_driver *d, size_t b
     void *host = NULL;
     int mode = CU_STREAM_CAPTURE_MODE_RELAXED; /* allowed while this thread captures */
     int exchanged = d->thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
-    CUresult rc = d->mem_host_alloc(&host, capacity, CU_MEMHOSTALLOC_PORTABLE);
+    CUresult rc =
+        d->mem_host_alloc(&host, capacity, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (exchanged) d->thread_exchange_capture_mode(&mode);
     if (rc != CUDA_SUCCESS || host == NULL) {
         free(s);
@@ -190,4 +195,27 @@ int reprod_cuda_reduce_on_host(const struct reprod_cuda_driver *d, CUstream stre
         return CUDA_SUCCESS;
     }
     return d->launch_host_func(stream, staging_release, s);
+}
+
+void *reprod_cuda_host_scratch_take(const struct reprod_cuda_driver *d, size_t bytes)
+{
+    struct staging *s = staging_take(d, bytes);
+    return s != NULL ? s->host : NULL;
+}
+
+int reprod_cuda_host_scratch_release(const struct reprod_cuda_driver *d, CUstream stream,
+                                     void *pointer, int capturing)
+{
+    int self = (int)getpid();
+    for (struct staging *s = atomic_load_explicit(&pool, memory_order_acquire); s; s = s->next) {
+        if (s->host != pointer || s->pid != self ||
+            atomic_load_explicit(&s->state, memory_order_acquire) != STAGING_BUSY)
+            continue;
+        if (capturing)
+            staging_give_to_graph(d, stream, s);
+        else /* if this fails, the buffer stays busy: the stream may still use it */
+            (void)d->launch_host_func(stream, staging_release, s);
+        return 1;
+    }
+    return 0;
 }

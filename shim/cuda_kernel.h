@@ -7,6 +7,14 @@
  * shared memory and no barrier, so running every thread of a grid one after the other on the
  * host computes the same bits. Define ENGINE_FUNCTION (e.g. __host__ __device__ static
  * inline) before including, or get static inline.
+ *
+ * Stack: a GPU thread's stack is 1 KiB unless the application raised it, and a kernel whose
+ * frame is larger makes its first launch grow local memory for the whole device (some 376 MB on
+ * an H200, with a device-wide synchronisation while NCCL's kernels may be waiting on peers). The
+ * tiers past the fast path keep 64 terms (512 bytes) and the general path its accumulator (576
+ * bytes); the device build makes each a function of its own (REPROD_KERNEL_APART: __noinline__),
+ * so that the two are never on the stack together: 848 - 880 bytes a thread (ptxas -v, sm_80 -
+ * sm_100; the Makefile fails the build above 1 KiB).
  */
 #ifndef REPROD_CUDA_KERNEL_H
 #define REPROD_CUDA_KERNEL_H
@@ -15,6 +23,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* How a slow path of the kernel is built: a function with a stack frame of its own on the
+ * device (cuda_kernels.cu), an ordinary one on the host. */
+#ifndef REPROD_KERNEL_APART
+#define REPROD_KERNEL_APART ENGINE_FUNCTION
+#endif
 
 /* ---- Configuration ---------------------------------------------------------------------- */
 
@@ -127,6 +141,34 @@ ENGINE_FUNCTION uint64_t reprod_kernel_premul_element(const struct reprod_kernel
                                     args->op == REPROD_AVG ? (uint32_t)args->count : 1u);
 }
 
+/* ---- The kernel's slow paths, apart ------------------------------------------------------ */
+
+/* engine_exact_tiers past its first tier (engine_exact_fast, which the kernel runs inline):
+ * the same tiers in the same order, so the same elements decided. */
+REPROD_KERNEL_APART int reprod_kernel_later_tiers(reprod_type type, reprod_op op,
+                                                  reprod_rounding dir, const void *const *c,
+                                                  int count, size_t i, uint64_t *bits)
+{
+    return engine_exact_distilled(type, op, dir, c, count, i, bits) ||
+           engine_exact_wide32(type, op, dir, c, count, i, bits);
+}
+
+/* Element i by the general path (a PreMulSum element: the scaled terms, exactly or folded),
+ * with an accumulator of its own, cleared for each element (544 bytes of stores, on a path few
+ * elements take, that adds every term to it and carries it through when rounding). */
+REPROD_KERNEL_APART uint64_t reprod_kernel_general(const struct reprod_kernel_args *args,
+                                                   const void *const *c, uint64_t scalar, size_t i)
+{
+    struct engine_accumulator a;
+    size_t general = 0;
+    engine_accumulator_clear(&a);
+    if (args->premul != REPROD_KERNEL_PREMUL_NONE)
+        return reprod_kernel_premul_element(args, c, scalar, i, &a);
+    return engine_exact_element((reprod_type)args->type, (reprod_op)args->op,
+                                (reprod_rounding)args->rounding, c, args->count, i, 1, &a,
+                                &general);
+}
+
 /* ---- The kernels ------------------------------------------------------------------------- */
 
 /* Fill args->pointers (count > REPROD_KERNEL_LOCAL_POINTERS): entries thread, thread +
@@ -161,22 +203,16 @@ ENGINE_FUNCTION void reprod_kernel_reduce(const struct reprod_kernel_args *args,
     uint64_t scalar = args->scalar_bits;
     if (args->premul == REPROD_KERNEL_PREMUL_DEVICE)
         scalar = engine_load_bits(type, args->scalar_device, 0);
-    struct engine_accumulator a;
-    int cleared = 0; /* `a` is cleared on first use: only the general path uses it */
-    size_t general = 0;
     for (uint64_t i = thread; i < args->elements; i += threads) {
         uint64_t bits;
         if (args->premul != REPROD_KERNEL_PREMUL_NONE || !args->ordered) {
             if (args->premul == REPROD_KERNEL_PREMUL_NONE &&
-                engine_exact_tiers(type, op, dir, c, count, (size_t)i, &bits)) {
+                (engine_exact_fast(type, op, dir, c, count, (size_t)i, &bits) ||
+                 reprod_kernel_later_tiers(type, op, dir, c, count, (size_t)i, &bits))) {
                 engine_store_bits(type, args->out, (size_t)i, bits);
                 continue;
             }
-            if (!cleared) engine_accumulator_clear(&a), cleared = 1;
-            if (args->premul != REPROD_KERNEL_PREMUL_NONE)
-                bits = reprod_kernel_premul_element(args, c, scalar, (size_t)i, &a);
-            else
-                bits = engine_exact_element(type, op, dir, c, count, (size_t)i, 1, &a, &general);
+            bits = reprod_kernel_general(args, c, scalar, (size_t)i);
         } else {
             bits = engine_ordered_element(type, op, c, count, (size_t)i);
         }

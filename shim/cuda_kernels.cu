@@ -3,7 +3,8 @@
  *
  * Build with -fmad=false -ftz=false -prec-div=true: no contraction, subnormals kept, IEEE
  * division, as the host engine computes (engine_ordered.h also uses the _rn intrinsics). */
-#define ENGINE_FUNCTION __host__ __device__ static inline
+#define ENGINE_FUNCTION     __host__ __device__ static inline
+#define REPROD_KERNEL_APART __device__ __noinline__ static /* a stack frame of its own */
 
 #include "cuda_kernel.h"
 
@@ -12,7 +13,8 @@ static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
 
 /* One thread per element stride: thread = global index, threads = the grid's thread count;
  * consecutive threads read consecutive elements of each contribution (coalesced). */
-extern "C" __global__ void reprod_reduce(struct reprod_kernel_args args)
+/* __grid_constant__: the parameter is read where it was passed, not copied to the stack. */
+extern "C" __global__ void reprod_reduce(const __grid_constant__ struct reprod_kernel_args args)
 {
     uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint64_t threads = (uint64_t)gridDim.x * blockDim.x;

@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "audit.h"
+#include "cuda.h"
 #include "log.h"
 #include "record.h"
 
@@ -240,6 +241,8 @@ static void counts_line(uint64_t exact, uint64_t ordered, uint64_t passed)
             if (*c == ' ' || *c == ',') *c = '-';
         add_count(&counts, key, calls);
     }
+    const char *device = reprod_cuda_path_word(); /* where device reductions ran (cuda.h) */
+    if (device) add_word(&counts, "device", device);
     reprod_log(REPROD_LOG_INFO, "%s", counts.text);
 }
 
@@ -281,11 +284,13 @@ void reprod_stats_summary(void)
         REPROD_LOG_INFO,
         "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
         "by family: %s; %llu seeding calls; "
-        "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic",
+        "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic%s%s",
         (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
         used ? " (" : "", reasons_text, used ? ")" : "", families_used ? families_text : "none",
         (unsigned long long)seeds, (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
-        (double)atomic_load(&shim_time_ns) / 1e6, (double)atomic_load(&engine_time_ns) / 1e6);
+        (double)atomic_load(&shim_time_ns) / 1e6, (double)atomic_load(&engine_time_ns) / 1e6,
+        reprod_cuda_path_word() ? "; device reductions: " : "",
+        reprod_cuda_path_word() ? reprod_cuda_path_word() : "");
 }
 
 void reprod_stats_reset(void)

@@ -23,11 +23,11 @@ for np in 2 3; do
     ok "np=$np: group, threads, split, nonblocking, graph, large, initall, premul-ranks, order: every element exact; $(grep -o 'NCCL [0-9]* reproducible, [0-9]* passed' "$out/err.$np" | head -1) (rank 0)"
 done
 
-# One rank without device memory for its scratch: the job stops with a message naming the call
-# (the other ranks are already in it), never hangs.
+# One rank without device memory for its scratch, nor pinned host memory to put it in: the job
+# stops with a message naming the call (the other ranks are already in it), never hangs.
 status=0
 timeout -k 5 60 mpirun.openmpi --oversubscribe --bind-to none -np 2 -x LD_LIBRARY_PATH -x LD_PRELOAD="$PRELOAD" \
-    -x STANDIN_FAIL_ALLOC_ASYNC_RANK=0 -x REPROD_LOG="$out/nomem.%r.log" "$program" group \
+    -x STANDIN_FAIL_ALLOC_ASYNC_RANK=0 -x STANDIN_FAIL_HOST_ALLOC_RANK=0 -x REPROD_LOG="$out/nomem.%r.log" "$program" group \
     >"$out/nomem" 2>&1 || status=$?
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
     fail "one rank out of scratch memory: exit status $status (124: it hung): $(tail -5 "$out/nomem")"

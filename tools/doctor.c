@@ -45,6 +45,7 @@ struct totals {
         nccl_passed, risky, unsupported;
     unsigned long long risky_by_reason[5]; /* as risky_reasons */
     char risky_reasons[512];               /* "mode-off 16, ..." once all are read */
+    char device[64]; /* where device reductions ran: a host path's word wins over "kernels" */
 };
 
 /* Reasons whose pass-through leaves a float reduction non-deterministic (stats.c's names,
@@ -88,6 +89,8 @@ static int add_counts(struct totals *totals, const struct reprod_record_word *wo
             if (read_count(words[i].value, &value) != 0) return -1;
             *(unsigned long long *)((char *)&line + count_keys[k].offset) += value;
         }
+        if (strcmp(words[i].key, "device") == 0)
+            snprintf(line.device, sizeof line.device, "%s", words[i].value);
         if (strncmp(words[i].key, "pass.", 5) != 0) continue;
         for (size_t k = 0; k < sizeof risky_reasons / sizeof risky_reasons[0]; k++) {
             if (strcmp(words[i].key + 5, risky_reasons[k]) != 0) continue;
@@ -98,6 +101,8 @@ static int add_counts(struct totals *totals, const struct reprod_record_word *wo
         }
     }
     totals->processes++;
+    if (line.device[0] && (!totals->device[0] || strstr(line.device, "host"))) /* host wins */
+        snprintf(totals->device, sizeof totals->device, "%s", line.device);
     for (size_t k = 0; k < sizeof count_keys / sizeof count_keys[0]; k++)
         *(unsigned long long *)((char *)totals + count_keys[k].offset) +=
             *(unsigned long long *)((char *)&line + count_keys[k].offset);
@@ -353,6 +358,15 @@ int reprod_doctor_command(int argc, char **argv)
     if (mpich && mpi) printf("  MPICH family: reached\n");
     printf("NCCL: %llu calls made deterministic, %llu passed through\n", totals.nccl_made,
            totals.nccl_passed);
+    if (totals.device[0]) { /* "kernels", "host:<why>" or "kernels+host:<why>" (cuda.h) */
+        char *host = strstr(totals.device, "host:");
+        for (char *c = host; c && *c; c++)
+            if (*c == '-') *c = ' ';
+        printf("  device reductions: %s%s%s%s\n",
+               strncmp(totals.device, "kernels", 7) == 0 ? "on the GPU kernels" : "",
+               host && totals.device[0] == 'k' ? ", and " : "",
+               host ? "on the host path (slower, the same bits): " : "", host ? host + 5 : "");
+    }
     printf("seeding: %llu seeding calls re-derived\n", totals.seeds);
     printf("entropy: %s\n", getenv("REPROD_ENTROPY") && *getenv("REPROD_ENTROPY")
                                 ? "pinned by REPROD_ENTROPY in every process that loaded the shim"

@@ -54,6 +54,18 @@ CUresult cuCtxGetId(CUcontext context, unsigned long long *id)
     return CUDA_SUCCESS;
 }
 
+/* The context's limits: CUDA's defaults (a thread's stack: 1 KiB). */
+CUresult cuCtxGetLimit(size_t *value, CUlimit limit) {
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (limit) {
+    case CU_LIMIT_STACK_SIZE: *value = 1024; return CUDA_SUCCESS;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: *value = 1 << 20; return CUDA_SUCCESS;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: *value = 8 << 20; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    }
+}
+
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     if (!mode) return CUDA_ERROR_INVALID_VALUE;

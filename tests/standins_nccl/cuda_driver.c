@@ -72,10 +72,18 @@ CUresult cuInit(unsigned int flags) {
     return device_count ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
+/* The CUDA version this driver supports: the headers' (the toolkit's), or
+ * STANDIN_CUDA_DRIVER_VERSION (e.g. 12040) to stand for an older driver. */
+int standin_driver_version(void) {
+    const char *text = getenv("STANDIN_CUDA_DRIVER_VERSION");
+    int version = text && *text ? atoi(text) : 0;
+    return version > 0 ? version : CUDA_VERSION;
+}
+
 CUresult cuDriverGetVersion(int *version) {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = CUDA_VERSION;
+    *version = standin_driver_version();
     return CUDA_SUCCESS;
 }
 
@@ -106,6 +114,10 @@ static const struct {
     {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
      "attempt to terminate a thread-local capture sequence from another thread"},
     {CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT", "wait operation timed out"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {CUDA_ERROR_UNSUPPORTED_LIMIT, "CUDA_ERROR_UNSUPPORTED_LIMIT", "limit is not supported on this architecture"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 

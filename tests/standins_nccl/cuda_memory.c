@@ -1,6 +1,8 @@
 /* The CUDA stand-in's memory: device and pinned host memory are both host memory, recorded in an
- * allocation table so that pointer attributes and frees can tell them apart; copies and memsets
- * are stream work (the synchronous forms enqueue on the legacy stream and wait for it). */
+ * allocation table so that pointer attributes and frees can tell them apart; device memory is
+ * counted against its device's capacity (cuda_pool.c, which also holds the stream-ordered pools);
+ * copies and memsets are stream work (the synchronous forms enqueue on the legacy stream and wait
+ * for it). */
 #include "standin_cuda.h"
 
 #include <stdlib.h>
@@ -11,49 +13,92 @@ struct allocation {
     size_t bytes;
     enum scuda_memory_kind kind;
     int device;
+    size_t reserved; /* device bytes it holds: its pool block's size, else bytes */
+    int pooled;      /* from a stream-ordered pool: freed back into the pool */
 };
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct allocation *table;
 static size_t table_count, table_capacity;
 
-CUresult scuda_memory_alloc(void **ptr, size_t bytes, enum scuda_memory_kind kind) {
-    if (!ptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    void *memory = NULL;
-    /* 0 bytes still gives a distinct pointer, which simplifies the table */
-    if (posix_memalign(&memory, 4096, bytes ? bytes : 1))
-        return CUDA_ERROR_OUT_OF_MEMORY;
+/* Fault injection for tests: STANDIN_FAIL_HOST_ALLOC_RANK=r makes pinned host allocations fail in
+ * the process whose OMPI_COMM_WORLD_RANK is r (out of memory). */
+static int host_alloc_fails(void) {
+    const char *rank = getenv("STANDIN_FAIL_HOST_ALLOC_RANK");
+    const char *mine = getenv("OMPI_COMM_WORLD_RANK");
+    return rank && mine && strcmp(rank, mine) == 0;
+}
+
+CUresult scuda_memory_record(void *base, size_t bytes, enum scuda_memory_kind kind, int device, size_t reserved,
+                             int pooled) {
     pthread_mutex_lock(&table_lock);
     if (table_count == table_capacity) {
         size_t capacity = table_capacity ? table_capacity * 2 : 256;
         struct allocation *grown = realloc(table, capacity * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&table_lock);
-            free(memory);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         table = grown;
         table_capacity = capacity;
     }
-    table[table_count++] = (struct allocation){memory, bytes, kind, standin_current_device()};
+    table[table_count++] = (struct allocation){base, bytes, kind, device, reserved, pooled};
     pthread_mutex_unlock(&table_lock);
+    return CUDA_SUCCESS;
+}
+
+int scuda_memory_remove(void *ptr, enum scuda_memory_kind kind, size_t *reserved, int *device, int *pooled) {
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < table_count; i++) {
+        if (table[i].base == ptr && table[i].kind == kind) {
+            *reserved = table[i].reserved;
+            *device = table[i].device;
+            *pooled = table[i].pooled;
+            table[i] = table[--table_count];
+            pthread_mutex_unlock(&table_lock);
+            return 1;
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    return 0;
+}
+
+CUresult scuda_memory_alloc(void **ptr, size_t bytes, enum scuda_memory_kind kind) {
+    if (!ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (kind == SCUDA_HOST && host_alloc_fails())
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    int device = standin_current_device();
+    if (kind == SCUDA_DEVICE && !scuda_device_reserve(device, bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *memory = NULL;
+    /* 0 bytes still gives a distinct pointer, which simplifies the table */
+    CUresult result = posix_memalign(&memory, 4096, bytes ? bytes : 1) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS)
+        result = scuda_memory_record(memory, bytes, kind, device, bytes, 0);
+    if (result != CUDA_SUCCESS) {
+        free(memory);
+        if (kind == SCUDA_DEVICE)
+            scuda_device_unreserve(device, bytes);
+        return result;
+    }
     *ptr = memory;
     return CUDA_SUCCESS;
 }
 
 CUresult scuda_memory_free(void *ptr, enum scuda_memory_kind kind) {
-    pthread_mutex_lock(&table_lock);
-    for (size_t i = 0; i < table_count; i++) {
-        if (table[i].base == ptr && table[i].kind == kind) {
-            table[i] = table[--table_count];
-            pthread_mutex_unlock(&table_lock);
-            free(ptr);
-            return CUDA_SUCCESS;
-        }
+    size_t reserved;
+    int device, pooled;
+    if (!scuda_memory_remove(ptr, kind, &reserved, &device, &pooled))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (pooled) {
+        scuda_pool_give_back(device, ptr, reserved);
+        return CUDA_SUCCESS;
     }
-    pthread_mutex_unlock(&table_lock);
-    return CUDA_ERROR_INVALID_VALUE;
+    free(ptr);
+    if (kind == SCUDA_DEVICE)
+        scuda_device_unreserve(device, reserved);
+    return CUDA_SUCCESS;
 }
 
 int scuda_memory_find(const void *ptr, void **base, size_t *bytes, enum scuda_memory_kind *kind, int *device) {
@@ -98,44 +143,6 @@ CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
 
 CUresult cuMemFreeHost(void *p) {
     return scuda_memory_free(p, SCUDA_HOST);
-}
-
-/* Stream-ordered allocation: the memory is allocated at once, freed when the stream reaches the
- * free. Inside a capture the free never runs: the memory lives as long as the graph. */
-/* Fault injection for tests: STANDIN_FAIL_ALLOC_ASYNC_RANK=r makes the stream-ordered
- * allocation fail in the process whose OMPI_COMM_WORLD_RANK is r (out of device memory). */
-static int alloc_async_fails(void) {
-    const char *rank = getenv("STANDIN_FAIL_ALLOC_ASYNC_RANK");
-    const char *mine = getenv("OMPI_COMM_WORLD_RANK");
-    return rank && mine && strcmp(rank, mine) == 0;
-}
-
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream) {
-    if (standin_stream_device(stream) < 0)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (alloc_async_fails())
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    return cuMemAlloc_v2(dptr, bytes);
-}
-
-static void free_now(void *arg) {
-    scuda_memory_free(arg, SCUDA_DEVICE);
-}
-
-static void nothing(void *arg) {
-    (void)arg;
-}
-
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-    if (!scuda_memory_find((void *)dptr, NULL, NULL, NULL, NULL))
-        return CUDA_ERROR_INVALID_VALUE;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult result = cuStreamIsCapturing(stream, &status);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        return standin_stream_enqueue(stream, nothing, (void *)dptr, free_now);
-    return standin_stream_enqueue(stream, free_now, (void *)dptr, NULL);
 }
 
 /* ---- copies and memsets ---- */
@@ -267,10 +274,12 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+    int device = standin_current_device();
+    size_t total = scuda_device_total_bytes(), used = scuda_device_used_bytes(device);
     if (free_bytes)
-        *free_bytes = (size_t)64 << 30;
+        *free_bytes = used < total ? total - used : 0;
     if (total_bytes)
-        *total_bytes = (size_t)80 << 30;
+        *total_bytes = total;
     return CUDA_SUCCESS;
 }
 

@@ -1,9 +1,11 @@
-/* The CUDA stand-in's modules and kernels: any image loads; a function is the host build that
- * kernels.h names; a launch copies the kernel's one by-value parameter and runs the host build on
- * the stream's worker thread (or records it in a capture). */
+/* The CUDA stand-in's modules and kernels: any image loads (unless the driver stands for one older
+ * than the toolkit); a function is the host build that kernels.h names; a launch copies the
+ * kernel's one by-value parameter and runs the host build on the stream's worker thread (or
+ * records it in a capture), unless the kernel would touch another device's memory. */
 #include "kernels.h"
 #include "standin_cuda.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,8 @@ struct CUfunc_st {
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    if (standin_driver_version() < CUDA_VERSION) /* built by a newer toolkit than it knows */
+        return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     struct CUmod_st *loaded = calloc(1, sizeof *loaded);
     if (!loaded)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -89,8 +93,11 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfuncti
         return CUDA_ERROR_INVALID_VALUE;
     if (!function_valid(function))
         return CUDA_ERROR_INVALID_HANDLE;
+    /* an sm_90 build whose stack fits the default (the host build needs none of the device's) */
     *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
              : attribute == CU_FUNC_ATTRIBUTE_NUM_REGS             ? 32
+             : attribute == CU_FUNC_ATTRIBUTE_BINARY_VERSION       ? 90
+             : attribute == CU_FUNC_ATTRIBUTE_PTX_VERSION          ? 90
                                                                    : 0;
     return CUDA_SUCCESS;
 }
@@ -109,14 +116,38 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fun
 
 struct launch {
     standin_kernel_fn *host_build;
+    const char *name; /* the function's, which lives for ever */
     unsigned grid[3], block[3];
     unsigned char param[]; /* the copy of the one by-value parameter */
 };
 
+/* Whether the kernel may run on the calling stream worker's device: every device memory it
+ * touches must be that device's (the stand-in enables no peer access). Otherwise a GPU faults
+ * with an illegal address, which is sticky: the device's later synchronisations report it. */
+static int launch_reaches(const struct launch *launch) {
+    const void *pointers[8];
+    size_t count = standin_kernel_pointers(launch->name, launch->param, pointers, 8);
+    int device = standin_current_device();
+    for (size_t i = 0; i < count; i++) {
+        enum scuda_memory_kind kind;
+        int owner;
+        if (!scuda_memory_find(pointers[i], NULL, NULL, &kind, &owner) || kind != SCUDA_DEVICE || owner == device)
+            continue;
+        fprintf(stderr,
+                "stand-in libcuda: kernel %s on device %d touches device memory of device %d (no peer access): "
+                "illegal address\n",
+                launch->name, device, owner);
+        scuda_device_set_fault(device);
+        return 0;
+    }
+    return 1;
+}
+
 static void launch_run(void *arg) {
     struct launch *launch = arg;
     void *params[1] = {launch->param};
-    launch->host_build(params, launch->grid, launch->block);
+    if (launch_reaches(launch))
+        launch->host_build(params, launch->grid, launch->block);
 }
 
 /* The parameter comes from kernelParams[0] (its size from kernels.h), or from `extra`'s
@@ -127,6 +158,9 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int g
     (void)shared_bytes;
     if (!function_valid(function))
         return CUDA_ERROR_INVALID_HANDLE;
+    CUresult fault = scuda_device_fault(standin_stream_device(stream));
+    if (fault != CUDA_SUCCESS)
+        return fault;
     if (!grid_x || !grid_y || !grid_z || !block_x || !block_y || !block_z || block_x * block_y * block_z > 1024)
         return CUDA_ERROR_INVALID_VALUE;
     const void *source = NULL;
@@ -147,6 +181,7 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int g
     if (!launch)
         return CUDA_ERROR_OUT_OF_MEMORY;
     launch->host_build = function->host_build;
+    launch->name = function->name;
     launch->grid[0] = grid_x, launch->grid[1] = grid_y, launch->grid[2] = grid_z;
     launch->block[0] = block_x, launch->block[1] = block_y, launch->block[2] = block_z;
     if (bytes)

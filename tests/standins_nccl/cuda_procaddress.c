@@ -1,6 +1,8 @@
 /* cuGetProcAddress for the CUDA stand-in: the address of the stand-in's own function for a
  * driver API name (the base name, as CUDA takes it; the version picks the signature where the
- * header has several). */
+ * header has several). A build for tests of an older driver names the functions it lacks in
+ * STANDIN_CUDA_WITHOUT (comma-separated; the Makefile also hides their symbols): they are not
+ * found here either. */
 #include "standin_cuda.h"
 
 #include <string.h>
@@ -36,11 +38,28 @@ static const struct {
     ENTRY(cuModuleGetFunction), ENTRY(cuFuncSetAttribute), ENTRY(cuFuncGetAttribute), ENTRY(cuLaunchKernel),
     ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor), ENTRY(cuGetProcAddress),
     ENTRY(cuStreamGetCtx), ENTRY(cuCtxPushCurrent), ENTRY(cuCtxPopCurrent), ENTRY(cuCtxGetId),
-    ENTRY(cuThreadExchangeStreamCaptureMode),
+    ENTRY(cuThreadExchangeStreamCaptureMode), ENTRY(cuDeviceGetDefaultMemPool), ENTRY(cuDeviceGetMemPool),
+    ENTRY(cuMemPoolTrimTo), ENTRY(cuMemPoolSetAttribute), ENTRY(cuMemPoolGetAttribute), ENTRY(cuCtxGetLimit),
 };
+
+#ifndef STANDIN_CUDA_WITHOUT
+#define STANDIN_CUDA_WITHOUT ""
+#endif
+
+/* Whether this build leaves `symbol` out (a whole name of STANDIN_CUDA_WITHOUT). */
+static int left_out(const char *symbol) {
+    static const char *const names = STANDIN_CUDA_WITHOUT;
+    size_t length = strlen(symbol);
+    for (const char *at = strstr(names, symbol); at; at = strstr(at + 1, symbol))
+        if ((at == names || at[-1] == ',') && (at[length] == ',' || at[length] == 0))
+            return 1;
+    return 0;
+}
 
 /* Finds `symbol` for `version` (e.g. 12000); NULL if the stand-in lacks it. */
 static void *lookup(const char *symbol, int version) {
+    if (left_out(symbol))
+        return NULL;
     if (!strcmp(symbol, "cuStreamGetCaptureInfo"))
         return version >= 12030   ? (void *)cuStreamGetCaptureInfo
                : version >= 11030 ? (void *)standin_cuStreamGetCaptureInfo_v2

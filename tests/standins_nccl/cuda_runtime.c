@@ -175,6 +175,37 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
     return ptr ? note(cuMemFreeAsync((CUdeviceptr)ptr, stream)) : cudaSuccess;
 }
 
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+    ENTER();
+    return note(cuMemGetInfo_v2(free_bytes, total_bytes));
+}
+
+/* The pools: the driver's (cudaMemPool_t is CUmemoryPool; the attribute numbers agree). */
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
+    ENTER();
+    return note(cuDeviceGetDefaultMemPool(pool, device));
+}
+
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device) {
+    ENTER();
+    return note(cuDeviceGetMemPool(pool, device));
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+    ENTER();
+    return note(cuMemPoolTrimTo(pool, keep));
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attribute, void *value) {
+    ENTER();
+    return note(cuMemPoolSetAttribute(pool, (CUmemPool_attribute)attribute, value));
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attribute, void *value) {
+    ENTER();
+    return note(cuMemPoolGetAttribute(pool, (CUmemPool_attribute)attribute, value));
+}
+
 /* The direction does not matter: all memory is host memory. */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind) {
     (void)kind;

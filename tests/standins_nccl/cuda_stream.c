@@ -219,7 +219,8 @@ CUresult scuda_synchronize_device(int device) {
     for (struct CUstream_st *stream = atomic_load(&scuda_all_streams); stream; stream = stream->next_of_all)
         if (device < 0 || stream->device == device)
             stream_wait_idle(stream);
-    return CUDA_SUCCESS;
+    scuda_pool_release_at_sync(device);
+    return scuda_device_fault(device);
 }
 
 CUresult cuStreamCreate(CUstream *out, unsigned int flags) {
@@ -259,7 +260,8 @@ CUresult cuStreamSynchronize(CUstream handle) {
     if (!stream)
         return CUDA_ERROR_INVALID_HANDLE;
     stream_wait_idle(stream);
-    return CUDA_SUCCESS;
+    scuda_pool_release_at_sync(stream->device);
+    return scuda_device_fault(stream->device);
 }
 
 CUresult cuStreamQuery(CUstream handle) {

@@ -53,3 +53,17 @@ size_t standin_kernel_param_bytes(const char *name)
 {
     return standin_kernel_lookup(name) != NULL ? sizeof(struct reprod_kernel_args) : 0;
 }
+
+size_t standin_kernel_pointers(const char *name, const void *param, const void **pointers, size_t max)
+{
+    if (standin_kernel_lookup(name) == NULL || param == NULL) return 0;
+    struct reprod_kernel_args args;
+    memcpy(&args, param, sizeof args);
+    const void *areas[5] = {args.blocks, args.own_index >= 0 ? args.own : NULL,
+                            (const void *)args.pointers, args.out,
+                            args.premul == REPROD_KERNEL_PREMUL_DEVICE ? args.scalar_device : NULL};
+    size_t found = 0;
+    for (size_t i = 0; i < 5 && found < max; i++)
+        if (areas[i] != NULL) pointers[found++] = areas[i];
+    return found;
+}

@@ -11,5 +11,10 @@ typedef void standin_kernel_fn(void **params, const unsigned grid[3], const unsi
 standin_kernel_fn *standin_kernel_lookup(const char *name);
 /* Bytes of the single by-value struct parameter of kernel `name` (0 if unknown). */
 size_t standin_kernel_param_bytes(const char *name);
+/* The memory kernel `name` reads or writes given its parameter `param` (the start of each area:
+ * the contribution blocks, the own contribution, the pointer array, the output, the scalar), at
+ * most `max` of them into `pointers`; returns how many. For the stand-in's check that a kernel
+ * touches only memory its device can reach. */
+size_t standin_kernel_pointers(const char *name, const void *param, const void **pointers, size_t max);
 
 #endif /* REPROD_STANDIN_KERNELS_H */

@@ -144,10 +144,17 @@ static ncclResult_t launch(struct pending_task *tasks, size_t count, int *nonblo
             result = ncclSystemError;
     }
     for (size_t b = 0; b < bundle_count; b++) {
-        if (result == ncclSuccess)
+        if (result == ncclSuccess) {
+            /* NCCL launches with the communicator's device current (cudaSetDevice(comm->cudaDev)):
+             * a default stream (0) is that device's, whatever device the caller has current. */
+            CUcontext caller = NULL;
+            cuCtxGetCurrent(&caller);
+            cuCtxSetCurrent(scuda_primary_context(bundles[b]->comm->device));
             result = bundle_enqueue(bundles[b]);
-        else
+            cuCtxSetCurrent(caller);
+        } else {
             bundle_free(bundles[b]);
+        }
     }
     free(bundles);
     return result;

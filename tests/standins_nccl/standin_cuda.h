@@ -31,6 +31,11 @@ int standin_current_device(void);
 /* The number of devices: the entries of CUDA_VISIBLE_DEVICES when set, else 8. */
 int standin_device_count(void);
 
+/* The CUDA version the driver supports (cuDriverGetVersion): the toolkit's (CUDA_VERSION), or
+ * STANDIN_CUDA_DRIVER_VERSION. A driver older than the toolkit loads no module (the images are
+ * taken to be built by this toolkit, as the shim's kernels are): CUDA_ERROR_UNSUPPORTED_PTX_VERSION. */
+int standin_driver_version(void);
+
 /* ---- internal to libcuda.so.1 ---- */
 
 /* A set of live handles, so that a destroyed or made-up handle gives an error, not a crash. */
@@ -48,6 +53,28 @@ CUresult scuda_synchronize_device(int device);
 enum scuda_memory_kind { SCUDA_DEVICE = 1, SCUDA_HOST = 2 };
 CUresult scuda_memory_alloc(void **ptr, size_t bytes, enum scuda_memory_kind kind);
 CUresult scuda_memory_free(void *ptr, enum scuda_memory_kind kind);
+/* Record memory at `base` (`reserved` device bytes behind it; `pooled`: a pool's block). */
+CUresult scuda_memory_record(void *base, size_t bytes, enum scuda_memory_kind kind, int device, size_t reserved,
+                             int pooled);
+/* Take the entry of `ptr` out of the table without freeing it: 1 with what it held, or 0. */
+int scuda_memory_remove(void *ptr, enum scuda_memory_kind kind, size_t *reserved, int *device, int *pooled);
+
+/* Device capacity (cuda_pool.c): STANDIN_DEVICE_MEMORY_MB per device (default 80 GiB). Every
+ * device allocation and every pool block holds its bytes until released. */
+size_t scuda_device_total_bytes(void);
+size_t scuda_device_used_bytes(int device);
+int scuda_device_reserve(int device, size_t bytes); /* 1, or 0 when the device is full */
+void scuda_device_unreserve(int device, size_t bytes);
+/* A pool block back into its device's default pool (kept, not released). */
+void scuda_pool_give_back(int device, void *base, size_t reserved);
+/* At a synchronisation on `device` (-1: every device): each pool releases its free blocks down to
+ * its release threshold (0 unless set), as CUDA's pools do. */
+void scuda_pool_release_at_sync(int device);
+
+/* A kernel that touched device memory of another device than its stream's (no peer access) made
+ * `device` fault: the sticky error of its later synchronisations and launches, or CUDA_SUCCESS. */
+CUresult scuda_device_fault(int device);
+void scuda_device_set_fault(int device);
 /* Finds the allocation holding `ptr`: 1 with its base, size, kind and device, or 0. */
 int scuda_memory_find(const void *ptr, void **base, size_t *bytes, enum scuda_memory_kind *kind, int *device);
 
