@@ -72,11 +72,23 @@ build NVCC=
 ok "nothing changed: nothing rebuilt"
 
 # 2. nvcc (a stand-in: its version is what it prints): a change remakes the kernels alone.
+# Its output passes the build's kernel check (tests/gpu/kernel_limits.sh): ptxas's report of
+# the kernel's stack on stderr, and a fatbin of one empty PTX entry for compute_100.
+{
+    printf '\x50\xed\x55\xba\x01\x00\x10\x00\x40\x00\x00\x00\x00\x00\x00\x00'
+    printf '\x01\x00\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00'
+    printf '\x00%.0s' $(seq 16)
+    printf '\x64\x00\x00\x00'
+    printf '\x00%.0s' $(seq 32)
+} >"$tmp/nvcc.fatbin"
 cat >"$tmp/nvcc" <<'EOF'
 #!/bin/sh
-# A stand-in nvcc: --version prints its release; otherwise write a few bytes to -o's file.
+# A stand-in nvcc: --version prints its release; otherwise a canned ptxas report on stderr and
+# a canned fatbin at -o's file.
 [ "$1" = --version ] && { echo "Cuda compilation tools, release $(cat "$0.release")"; exit 0; }
-while [ $# -gt 1 ]; do [ "$1" = -o ] && { printf 'stand-in fatbin' >"$2"; exit 0; }; shift; done
+echo "ptxas info    : Compiling entry function 'reprod_reduce' for 'sm_90'" >&2
+echo "ptxas info    : Used 40 registers, 848 bytes cumulative stack size" >&2
+while [ $# -gt 1 ]; do [ "$1" = -o ] && { cp "$0.fatbin" "$2"; exit 0; }; shift; done
 exit 1
 EOF
 chmod +x "$tmp/nvcc"
@@ -86,9 +98,10 @@ build NVCC="$tmp/nvcc"
     fail "with nvcc, recompiled '$rebuilt', not the kernels, their image and cuda_module.o"
 echo 2.0 >"$tmp/nvcc.release"
 build NVCC="$tmp/nvcc"
-[ "$rebuilt" = "cuda/reprod_kernels.fatbin obj/shim/cuda_image.o " ] ||
-    fail "a new nvcc recompiled '$rebuilt', not the kernels and their image alone"
-ok "a new nvcc: the kernels and their image rebuilt, nothing else (the MPI hooks untouched)"
+# cuda_module.o too: it names the toolkit's version when the kernels cannot load.
+[ "$rebuilt" = "cuda/reprod_kernels.fatbin obj/shim/cuda_image.o obj/shim/cuda_module.o " ] ||
+    fail "a new nvcc recompiled '$rebuilt', not the kernels, their image and cuda_module.o alone"
+ok "a new nvcc: the kernels, their image and cuda_module.o rebuilt, nothing else (the MPI hooks untouched)"
 build NVCC=
 [ "$rebuilt" = "obj/shim/cuda_module.o " ] || fail "without nvcc again, recompiled '$rebuilt'"
 
