@@ -3,6 +3,7 @@
  * are stream work (the synchronous forms enqueue on the legacy stream and wait for it). */
 #include "standin_cuda.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,12 +111,24 @@ static int alloc_async_fails(void) {
     return rank && mine && strcmp(rank, mine) == 0;
 }
 
+static _Atomic size_t async_bytes, async_peak; /* held from cuMemAllocAsync to cuMemFreeAsync */
+
+size_t standin_async_memory_peak(void) {
+    return atomic_load(&async_peak);
+}
+
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream) {
     if (standin_stream_device(stream) < 0)
         return CUDA_ERROR_INVALID_HANDLE;
     if (alloc_async_fails())
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return cuMemAlloc_v2(dptr, bytes);
+    CUresult result = cuMemAlloc_v2(dptr, bytes);
+    if (result == CUDA_SUCCESS) {
+        size_t now = atomic_fetch_add(&async_bytes, bytes) + bytes, peak = atomic_load(&async_peak);
+        while (now > peak && !atomic_compare_exchange_weak(&async_peak, &peak, now))
+            ;
+    }
+    return result;
 }
 
 static void free_now(void *arg) {
@@ -127,8 +140,12 @@ static void nothing(void *arg) {
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-    if (!scuda_memory_find((void *)dptr, NULL, NULL, NULL, NULL))
+    size_t bytes = 0;
+    if (!scuda_memory_find((void *)dptr, NULL, &bytes, NULL, NULL))
         return CUDA_ERROR_INVALID_VALUE;
+    size_t held = atomic_load(&async_bytes); /* saturating: cuMemAlloc's memory may be freed here */
+    while (!atomic_compare_exchange_weak(&async_bytes, &held, held > bytes ? held - bytes : 0))
+        ;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult result = cuStreamIsCapturing(stream, &status);
     if (result != CUDA_SUCCESS)

@@ -31,6 +31,11 @@ int standin_current_device(void);
 /* The number of devices: the entries of CUDA_VISIBLE_DEVICES when set, else 8. */
 int standin_device_count(void);
 
+/* The most bytes of stream-ordered device memory (cuMemAllocAsync) held at once so far: an
+ * allocation counts until its cuMemFreeAsync is called (the pool may reuse it in stream order
+ * from then on). For tests that bound a library's scratch. */
+size_t standin_async_memory_peak(void);
+
 /* ---- internal to libcuda.so.1 ---- */
 
 /* A set of live handles, so that a destroyed or made-up handle gives an error, not a crash. */
