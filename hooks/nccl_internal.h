@@ -130,7 +130,9 @@ struct nccl_work {
     int done;
     void *scratch;
     size_t scratch_bytes;
-    ncclResult_t result;
+    ncclResult_t result;      /* the library's: its communicator gets nothing more */
+    ncclResult_t local_error; /* the arithmetic's: the rounds go on (the other ranks are in
+                                 them), and the call returns it */
     uint64_t started_ns;
     uint64_t input_hash; /* REPROD_TRACE */
     int has_input_hash;

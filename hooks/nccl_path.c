@@ -282,10 +282,10 @@ ncclResult_t nccl_work_communicate(struct nccl_work *w)
 {
     size_t piece = piece_now(w);
     if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE &&
-        scale_own_input(w, piece) != 0 && w->result == ncclSuccess) {
+        scale_own_input(w, piece) != 0 && w->local_error == ncclSuccess) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: the PreMulSum scaling could not be enqueued",
                    w->api);
-        w->result = ncclUnhandledCudaError;
+        w->local_error = ncclUnhandledCudaError;
     }
     return w->phase == 0 ? exchange(w, piece) : share(w, piece);
 }
@@ -326,10 +326,10 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
     if (length == 0) return;
     r.elements = length;
     r.work = (char *)w->scratch + w->scratch_bytes - align_up(reprod_cuda_reduce_work_bytes(&r));
-    if (reprod_cuda_reduce(w->stream, &r) != REPROD_CUDA_OK && w->result == ncclSuccess) {
+    if (reprod_cuda_reduce(w->stream, &r) != REPROD_CUDA_OK && w->local_error == ncclSuccess) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: the device reduction could not be enqueued",
                    w->api);
-        w->result = ncclUnhandledCudaError;
+        w->local_error = ncclUnhandledCudaError;
     }
 }
 

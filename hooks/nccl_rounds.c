@@ -10,8 +10,10 @@
  * other in separate groups). A deterministic call takes its scratch at its first step and gives
  * it back after its last: a group holds one call's scratch per communicator at a time.
  *
- * A communicator whose call failed gets nothing more from the list; nor does one destroyed or
- * aborted since (nccl_comm_current), which the shim never touches again.
+ * A communicator on which NCCL failed a call gets nothing more from the list; nor does one
+ * destroyed or aborted since (nccl_comm_current), which the shim never touches again. A failure
+ * of the shim's own arithmetic does not stop the rounds (the other ranks wait in them): the
+ * call returns it at the end.
  *
  * Blocking communicators run the rounds to the end inside the call. Nonblocking ones never
  * wait inside the shim: a round is issued, and the next only once the library reports the
@@ -130,6 +132,7 @@ static ncclResult_t list_result(struct nccl_work *works)
     ncclResult_t first = ncclSuccess;
     for (struct nccl_work *w = works; w; w = w->next) {
         if (w->result != ncclSuccess && first == ncclSuccess) first = w->result;
+        if (w->local_error != ncclSuccess && first == ncclSuccess) first = w->local_error;
         if (w->passthrough && w->trace_reason && w->result == ncclSuccess &&
             nccl_comm_current(w->comm, w->info.serial))
             nccl_trace_call(&w->call, w->trace_reason);
