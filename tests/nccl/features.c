@@ -28,6 +28,7 @@
 #include "engine_oracle.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 static long wrong;
@@ -576,10 +577,18 @@ static ncclComm_t fresh_comm(int blocking)
     return comm;
 }
 
+struct watchdog {
+    ncclComm_t comm;
+    _Atomic int calling; /* the main thread is about to call: a second from then, abort */
+};
+
 static void *watchdog_main(void *argument)
 {
+    struct watchdog *watchdog = argument;
+    while (!atomic_load(&watchdog->calling))
+        usleep(1000);
     usleep(1000 * 1000);
-    expect_code("ncclCommAbort from the watchdog thread", ncclCommAbort(*(ncclComm_t *)argument),
+    expect_code("ncclCommAbort from the watchdog thread", ncclCommAbort(watchdog->comm),
                 ncclSuccess);
     return NULL;
 }
@@ -600,8 +609,10 @@ static void scenario_watchdog(int blocking)
     size_t n = 300001;
     float *x = device_contribution(130 + blocking, rank, n);
     if (rank != 1) {
-        pthread_t watchdog;
-        if (blocking) pthread_create(&watchdog, NULL, watchdog_main, &comm);
+        pthread_t thread;
+        struct watchdog watchdog = {comm, 0};
+        if (blocking) pthread_create(&thread, NULL, watchdog_main, &watchdog);
+        atomic_store(&watchdog.calling, 1);
         expect_code(blocking ? "all-reduce on a communicator aborted by another thread"
                              : "all-reduce on a nonblocking communicator whose peer never comes",
                     ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
@@ -611,7 +622,7 @@ static void scenario_watchdog(int blocking)
         while (!blocking && MPI_Wtime() < deadline && state == ncclInProgress)
             CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
         if (!blocking) expect_code("the communicator polled for a second", state, ncclInProgress);
-        if (blocking) pthread_join(watchdog, NULL);
+        if (blocking) pthread_join(thread, NULL);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* an abort on one rank ends every rank's waits */
     if (!blocking || rank == 1)
