@@ -5,7 +5,9 @@
  * path of nccl_path.c: float sums and averages (exact, or the rank-order fold under
  * REPROD_MODE=ordered), PreMulSum sums, and products (the rank-order fold in every mode).
  * Integer types, max and min, empty calls and one-rank communicators go to the library; so do
- * erroneous arguments, which it reports with its own error code.
+ * erroneous arguments (NCCL's own checks, nccl_call_check: a bad communicator, type, op, root,
+ * buffer or stream, a nonblocking communicator not ready), at once, inside a group too: the
+ * library reports them with its own error code and fails the group.
  */
 #include "nccl_internal.h"
 
@@ -60,11 +62,7 @@ static enum reprod_action decide(const struct nccl_call *c, struct nccl_work *wo
     if (c->count == 0) return *reason = REPROD_PASS_EMPTY, 0;
     if (c->count > (SIZE_MAX >> 8) / nccl_type_bytes(c->datatype)) /* beyond any memory */
         return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
-    if (nccl_comm_lookup(c->comm, info) != 0) return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
-    int root_ok = c->collective != NCCL_REDUCE || (c->root >= 0 && c->root < info->ranks);
-    int recv_needed = c->collective != NCCL_REDUCE || c->root == info->rank;
-    if (!root_ok || !c->send || (recv_needed && !c->recv))
-        return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
+    if (nccl_call_check(c, info) != 0) return *reason = REPROD_PASS_BAD_ARGUMENT, 0;
     if (info->ranks == 1) return *reason = REPROD_PASS_ONE_RANK, 0;
     if (type < 0) return *reason = REPROD_PASS_UNSUPPORTED, 0; /* FP8 */
     if (nccl_unsupported_reason()) return *reason = REPROD_PASS_UNSUPPORTED, 0;
@@ -92,14 +90,8 @@ static enum reprod_action decide(const struct nccl_call *c, struct nccl_work *wo
     return decision.action;
 }
 
-/* What the call reads on this rank, for the trace: its contribution. */
-static size_t input_bytes(const struct nccl_call *c, int ranks)
-{
-    size_t elements = c->collective == NCCL_REDUCE_SCATTER ? c->count * (size_t)ranks : c->count;
-    return elements * nccl_type_bytes(c->datatype);
-}
-
-/* Hand the call to the real library; count, log and trace it. */
+/* Hand the call to the real library; count, log and trace it. A call the library refuses
+ * goes to it at once; a valid one waits for its turn inside a group that defers. */
 static ncclResult_t pass(const struct nccl_call *c, enum reprod_reason reason)
 {
     const char *detail = NULL;
@@ -113,11 +105,13 @@ static ncclResult_t pass(const struct nccl_call *c, enum reprod_reason reason)
     }
     const char *trace_reason = reprod_trace_enabled() ? reprod_reason_name(reason) : NULL;
     /* A custom op may be destroyed as soon as the call returns: such a call is never deferred. */
-    if (nccl_group_defers() && c->op < ncclNumOps &&
-        nccl_group_defer(c, trace_reason) == ncclSuccess)
+    struct nccl_comm_info info;
+    if (reason != REPROD_PASS_BAD_ARGUMENT && nccl_group_defers() && c->op < ncclNumOps &&
+        nccl_call_check(c, &info) == 0 && nccl_group_defer(c, &info, trace_reason) == ncclSuccess)
         return ncclSuccess;
-    ncclResult_t rc = nccl_call_issue(c);
-    if (trace_reason && (rc == ncclSuccess || rc == ncclInProgress)) nccl_trace_call(c, trace_reason);
+    ncclResult_t rc = nccl_group_note_result(nccl_call_issue(c));
+    if (trace_reason && (rc == ncclSuccess || rc == ncclInProgress))
+        nccl_trace_call(c, trace_reason);
     return rc;
 }
 
@@ -126,14 +120,13 @@ static ncclResult_t reduction(const struct nccl_call *c)
     struct nccl_work work;
     struct nccl_comm_info info = {0};
     enum reprod_reason reason = REPROD_PASS_UNSUPPORTED;
-    if (reprod_guard_active() || decide(c, &work, &reason, &info) == REPROD_ACTION_PASS) {
-        if (reprod_guard_active()) reason = REPROD_PASS_MODE_OFF;
-        return pass(c, reason);
-    }
+    if (reprod_guard_active()) return pass(c, REPROD_PASS_MODE_OFF);
+    if (nccl_rounds_hold(c->comm)) /* the shim's work on it is still in progress */
+        return nccl_group_refuse(ncclInvalidArgument, c->stream);
+    if (decide(c, &work, &reason, &info) == REPROD_ACTION_PASS) return pass(c, reason);
+    ncclResult_t prepared = nccl_work_prepare(&work);
+    if (prepared != ncclSuccess) return nccl_group_refuse(prepared, c->stream);
     work.started_ns = reprod_stats_clock_ns();
-    if (reprod_trace_enabled() &&
-        nccl_hash_device(c->send, input_bytes(c, info.ranks), c->stream, &work.input_hash) == 0)
-        work.has_input_hash = 1;
     if (reprod_log_enabled(REPROD_LOG_DEBUG))
         reprod_log(REPROD_LOG_DEBUG, "%s: %zu elements, %d ranks, %s%s", c->api, c->count,
                    info.ranks, work.arithmetic.ordered ? "ordered" : "exact",
@@ -178,18 +171,17 @@ REPROD_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size
     return reduction(&c);
 }
 
-int nccl_hash_device(const void *device, size_t bytes, cudaStream_t stream, uint64_t *hash)
+int nccl_hash_device(const void *buffer, size_t bytes, cudaStream_t stream, int device,
+                     uint64_t *hash)
 {
     int capturing = 0;
-    if (!device || !bytes ||
-        reprod_cuda_capturing(stream, REPROD_CUDA_CURRENT_DEVICE, &capturing) != REPROD_CUDA_OK ||
+    if (!buffer || !bytes || reprod_cuda_capturing(stream, device, &capturing) != REPROD_CUDA_OK ||
         capturing)
         return -1;
     void *host = malloc(bytes);
     if (!host) return -1;
-    int ok = reprod_cuda_copy_async(host, device, bytes, stream, REPROD_CUDA_CURRENT_DEVICE) ==
-                 REPROD_CUDA_OK &&
-             reprod_cuda_stream_sync(stream, REPROD_CUDA_CURRENT_DEVICE) == REPROD_CUDA_OK;
+    int ok = reprod_cuda_copy_async(host, buffer, bytes, stream, device) == REPROD_CUDA_OK &&
+             reprod_cuda_stream_sync(stream, device) == REPROD_CUDA_OK;
     if (ok) *hash = reprod_trace_hash(host, bytes);
     free(host);
     return ok ? 0 : -1;

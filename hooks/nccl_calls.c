@@ -2,7 +2,9 @@
  * Broadcast, Bcast, Send, Recv, Gather, Scatter and AlltoAll go straight to the library, except
  * inside a group that already holds a deferred reduction, where they wait for their turn
  * (nccl_group.c): NCCL runs a communicator's grouped calls in the order they were made, and a
- * later call may read what a deferred reduction writes. */
+ * later call may read what a deferred reduction writes. Only a call that passes NCCL's own
+ * checks waits: one that NCCL refuses goes to it at once, which answers at once, as natively.
+ */
 #include "nccl_internal.h"
 
 #include "guard.h"
@@ -53,11 +55,85 @@ ncclResult_t nccl_call_issue(const struct nccl_call *c)
     return ncclInvalidArgument;
 }
 
+/* Whether `call` reads `send` (it sends) and writes `recv` on this rank. */
+static void buffers_used(const struct nccl_call *c, int rank, int *sends, int *receives)
+{
+    int root = c->root == rank;
+    switch (c->collective) {
+    case NCCL_SEND:
+        *sends = 1, *receives = 0;
+        return;
+    case NCCL_RECV:
+        *sends = 0, *receives = 1;
+        return;
+    case NCCL_BROADCAST:
+        *sends = root, *receives = 1;
+        return;
+    case NCCL_REDUCE:
+        *sends = 1, *receives = root;
+        return;
+    case NCCL_GATHER:
+        *sends = 1, *receives = root;
+        return;
+    case NCCL_SCATTER:
+        *sends = root, *receives = 1;
+        return;
+    default:
+        *sends = *receives = 1;
+        return;
+    }
+}
+
+/* 1 when `op` is valid for `c`: a built-in op, or a PreMulSum op of its communicator made for
+ * its type. */
+static int op_valid(const struct nccl_call *c)
+{
+    struct nccl_premul premul;
+    if (c->op >= 0 && c->op < ncclNumOps) return 1;
+    return c->op >= ncclNumOps && nccl_premul_lookup(c->comm, c->op, &premul) == 0 &&
+           premul.datatype == c->datatype;
+}
+
+int nccl_call_check(const struct nccl_call *c, struct nccl_comm_info *info)
+{
+    const struct nccl_real *real = nccl_real();
+    if (nccl_comm_lookup(c->comm, info) != 0) return -1; /* invalid, or not initialised yet */
+    if (!info->blocking) {                               /* ncclCommEnsureReady */
+        ncclResult_t state = ncclInProgress;
+        if (!real->CommGetAsyncError || real->CommGetAsyncError(c->comm, &state) != ncclSuccess ||
+            state != ncclSuccess)
+            return -1;
+    }
+    int rooted = c->collective == NCCL_REDUCE || c->collective == NCCL_BROADCAST ||
+                 c->collective == NCCL_SEND || c->collective == NCCL_RECV ||
+                 c->collective == NCCL_GATHER || c->collective == NCCL_SCATTER;
+    if (rooted && (c->root < 0 || c->root >= info->ranks)) return -1;
+    if (!nccl_type_bytes(c->datatype)) return -1;
+    int reduction = c->collective == NCCL_ALL_REDUCE || c->collective == NCCL_REDUCE_SCATTER ||
+                    c->collective == NCCL_REDUCE;
+    if (reduction && !op_valid(c)) return -1;
+    int sends, receives;
+    buffers_used(c, info->rank, &sends, &receives);
+    if (c->count && ((sends && !c->send) || (receives && !c->recv))) return -1;
+    int p2p = c->collective == NCCL_SEND || c->collective == NCCL_RECV;
+    if (!p2p && c->count == 0) return 0; /* discarded before NCCL looks at the stream */
+    int capturing; /* NCCL asks CUDA about the stream (cudaStreamGetCaptureInfo) */
+    if (reprod_cuda_ready() && reprod_cuda_capturing(c->stream, info->device, &capturing) != REPROD_CUDA_OK)
+        return -1;
+    return 0;
+}
+
 /* Issue `call` now, or defer it to keep the group's order. */
 static ncclResult_t in_order(const struct nccl_call *call)
 {
-    if (nccl_group_defers() && nccl_group_defer(call, NULL) == ncclSuccess) return ncclSuccess;
-    return nccl_call_issue(call);
+    if (reprod_guard_active()) return nccl_call_issue(call);
+    if (nccl_rounds_hold(call->comm)) /* the shim's work on it is still in progress */
+        return nccl_group_refuse(ncclInvalidArgument, call->stream);
+    struct nccl_comm_info info;
+    if (nccl_group_defers() && nccl_call_check(call, &info) == 0 &&
+        nccl_group_defer(call, &info, NULL) == ncclSuccess)
+        return ncclSuccess;
+    return nccl_group_note_result(nccl_call_issue(call));
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,

@@ -163,18 +163,23 @@ static struct comm_entry *find_comm(ncclComm_t comm)
     return NULL;
 }
 
-/* Insert or update `comm`. */
-static void store_comm(ncclComm_t comm, const struct nccl_comm_info *info)
+/* Insert or update `comm`; info->serial becomes its entry's (a new one for a new entry). */
+static void store_comm(ncclComm_t comm, struct nccl_comm_info *info)
 {
+    static uint64_t last_serial;
     pthread_mutex_lock(&table_lock);
     struct comm_entry *e = find_comm(comm);
     if (!e && (e = calloc(1, sizeof *e))) {
         size_t b = bucket_of(comm, 0);
         e->comm = comm;
+        e->info.serial = ++last_serial;
         e->next = comms[b];
         comms[b] = e;
     }
-    if (e) e->info = *info;
+    if (e) {
+        info->serial = e->info.serial;
+        e->info = *info;
+    }
     pthread_mutex_unlock(&table_lock);
 }
 
@@ -239,6 +244,15 @@ int nccl_comm_lookup(ncclComm_t comm, struct nccl_comm_info *info)
     return 0;
 }
 
+int nccl_comm_current(ncclComm_t comm, uint64_t serial)
+{
+    pthread_mutex_lock(&table_lock);
+    struct comm_entry *e = find_comm(comm);
+    int current = e && e->info.serial == serial;
+    pthread_mutex_unlock(&table_lock);
+    return current;
+}
+
 void nccl_comm_forget(ncclComm_t comm)
 {
     struct comm_entry *gone = NULL;
@@ -263,6 +277,7 @@ void nccl_comm_forget(ncclComm_t comm)
         }
     pthread_mutex_unlock(&table_lock);
     free(gone);
+    nccl_rounds_comm_gone(comm);
     while (gone_ops) {
         struct premul_entry *next = gone_ops->next;
         free(gone_ops);

@@ -1,7 +1,9 @@
 /* nccl_path.c: the data path of one deterministic NCCL reduction (DESIGN.md section 5), all
  * enqueued on the caller's stream, asynchronous, capturable, with no host synchronisation.
  *
- * The message goes in pieces whose scratch fits REPROD_SCRATCH_MB. For each piece, each rank
+ * The message goes in pieces whose scratch fits REPROD_SCRATCH_MB, chosen when the call is made;
+ * the scratch is taken at the call's first turn and given back after its last, so a group of
+ * any size holds one call's scratch per communicator at a time. For each piece, each rank
  * owns one chunk: grouped ncclSend/ncclRecv bring every rank's contribution to that chunk into
  * scratch (small messages: one ncclAllGather of the whole piece instead), one reduction of the
  * N contributions runs on the device (shim/cuda.h: the engine's arithmetic), and the reduced
@@ -98,24 +100,49 @@ static int choose_pieces(struct nccl_work *w)
     return 0;
 }
 
-ncclResult_t nccl_work_start(struct nccl_work *w)
+ncclResult_t nccl_work_prepare(struct nccl_work *w)
 {
     w->element_bytes = nccl_type_bytes(w->datatype);
+    if (choose_pieces(w) == 0) return ncclSuccess;
+    reprod_log(REPROD_LOG_WARN,
+               "warning: %s: REPROD_SCRATCH_MB=%u is too small for %d ranks; the call fails",
+               w->api, reprod_config()->scratch_mb, w->info.ranks);
+    return ncclInvalidUsage;
+}
+
+/* What the call reads on this rank, in bytes: its contribution. */
+static size_t input_bytes(const struct nccl_work *w)
+{
+    size_t elements =
+        w->collective == NCCL_REDUCE_SCATTER ? w->count * (size_t)w->info.ranks : w->count;
+    return elements * w->element_bytes;
+}
+
+ncclResult_t nccl_work_start(struct nccl_work *w)
+{
     w->offset = 0, w->phase = 0, w->done = 0, w->result = ncclSuccess;
-    if (choose_pieces(w) != 0) {
-        reprod_log(REPROD_LOG_WARN,
-                   "warning: %s: REPROD_SCRATCH_MB=%u is too small for %d ranks; the call fails",
-                   w->api, reprod_config()->scratch_mb, w->info.ranks);
-        return ncclInvalidUsage;
-    }
+    /* In stream order: after the calls before it in its group, which it may read. */
+    if (reprod_trace_enabled() &&
+        nccl_hash_device(w->send, input_bytes(w), w->stream, w->info.device, &w->input_hash) == 0)
+        w->has_input_hash = 1;
     w->scratch_bytes = scratch_bytes_for(w, w->piece_elements);
     if (reprod_cuda_scratch_alloc(&w->scratch, w->scratch_bytes, w->stream, w->info.device) !=
         REPROD_CUDA_OK) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: no device memory for %zu bytes of scratch",
                    w->api, w->scratch_bytes);
+        w->scratch = NULL;
         return ncclUnhandledCudaError;
     }
+    w->started = 1;
     return ncclSuccess;
+}
+
+void nccl_work_drop(struct nccl_work *w, ncclResult_t rc)
+{
+    if (w->scratch) reprod_cuda_scratch_free(w->scratch, w->stream, w->info.device);
+    w->scratch = NULL;
+    w->done = 1;
+    if (w->result == ncclSuccess || w->result == ncclInProgress) w->result = rc;
 }
 
 /* Elements of the current piece. */
@@ -256,10 +283,10 @@ ncclResult_t nccl_work_communicate(struct nccl_work *w)
 {
     size_t piece = piece_now(w);
     if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE &&
-        scale_own_input(w, piece) != 0 && w->result == ncclSuccess) {
+        scale_own_input(w, piece) != 0 && w->local_error == ncclSuccess) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: the PreMulSum scaling could not be enqueued",
                    w->api);
-        w->result = ncclUnhandledCudaError;
+        w->local_error = ncclUnhandledCudaError;
     }
     return w->phase == 0 ? exchange(w, piece) : share(w, piece);
 }
@@ -301,21 +328,19 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
     r.elements = length;
     r.work = (char *)w->scratch + w->scratch_bytes - align_up(reprod_cuda_reduce_work_bytes(&r));
     if (reprod_cuda_reduce(w->stream, w->info.device, &r) != REPROD_CUDA_OK &&
-        w->result == ncclSuccess) {
+        w->local_error == ncclSuccess) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: the device reduction could not be enqueued",
                    w->api);
-        w->result = ncclUnhandledCudaError;
+        w->local_error = ncclUnhandledCudaError;
     }
 }
 
 /* The call is complete on the stream: scratch back to the pool, stats and trace. */
 static void finish(struct nccl_work *w)
 {
-    w->done = 1;
-    if (w->scratch) reprod_cuda_scratch_free(w->scratch, w->stream, w->info.device);
-    w->scratch = NULL;
-    size_t payload = w->collective == NCCL_REDUCE_SCATTER ? w->count * (size_t)w->info.ranks
-                                                          : w->count;
+    nccl_work_drop(w, ncclSuccess);
+    size_t payload =
+        w->collective == NCCL_REDUCE_SCATTER ? w->count * (size_t)w->info.ranks : w->count;
     uint64_t now = w->started_ns ? reprod_clock_ns() : 0;
     reprod_stats_record(w->api, w->path, payload * w->element_bytes,
                         w->started_ns ? now - w->started_ns : 0, 0);
@@ -334,7 +359,8 @@ static void finish(struct nccl_work *w)
         .has_input = w->has_input_hash,
         .input_hash = w->input_hash,
     };
-    if (output && nccl_hash_device(output, output_bytes, w->stream, &record.output_hash) == 0)
+    if (output && nccl_hash_device(output, output_bytes, w->stream, w->info.device,
+                                      &record.output_hash) == 0)
         record.has_output = 1;
     reprod_trace_write(&record);
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # NCCL as real jobs use it, over the stand-ins, under the shim (tests/nccl/features.c checks
-# every result against MPFR): groups mixing coalesced and pass-through calls, two
-# communicators on two threads, a Split child, a nonblocking communicator, a captured graph
-# replayed, a count past REPROD_SCRATCH_MB; erroneous calls get NCCL's own codes; the summary
+# every result against MPFR and every return code against NCCL's exact one): groups mixing
+# coalesced and pass-through calls, two communicators on two threads, a Split child, a
+# nonblocking communicator (ncclInProgress as NCCL returns it), a captured graph replayed, counts
+# past REPROD_SCRATCH_MB (several pieces and rounds), a group's Send/Recv after a shimmed call;
+# erroneous calls, also inside groups, get NCCL's own codes and drop their group; a group's
+# scratch stays within REPROD_SCRATCH_MB; the application's own timeout runs and the shim never
+# touches a communicator after ncclCommAbort; traces hash inputs in stream order; the summary
 # counts the calls; traces of two configurations compare equal under `reprod diff`.
 . tests/lib.sh
 
@@ -12,16 +16,45 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 use_standins
 
+# np=3 also runs the application's own timeout on a nonblocking communicator whose peer never
+# comes, then ncclCommAbort (watchdog), and the same on a blocking one aborted by another
+# thread while the call waits (watchdog-blocking): the stand-in aborts the process on any use
+# of a communicator after ncclCommAbort.
+scenarios="group threads split nonblocking graph large initall order premul-ranks bad bad-group p2p-after"
 for np in 2 3; do
-    run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x REPROD_VERBOSE=1 "$program" \
-        >"$out/shim.$np" 2>"$out/err.$np" || fail "np=$np: $(cat "$out/shim.$np") $(head -c 3000 "$out/err.$np")"
-    for scenario in group threads split nonblocking graph large initall premul-ranks order bad; do
-        grep -q "^ok: $scenario" "$out/shim.$np" || fail "np=$np $scenario: $(cat "$out/shim.$np") $(head -c 2000 "$out/err.$np")"
+    extra=
+    [ "$np" = 3 ] && extra="watchdog watchdog-blocking"
+    run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x REPROD_VERBOSE=1 -x NCCL_STANDIN_TIMEOUT=20 \
+        "$program" $scenarios $extra >"$out/shim.$np" 2>"$out/err.$np" ||
+        fail "np=$np: $(cat "$out/shim.$np") $(head -c 3000 "$out/err.$np")"
+    for scenario in $scenarios $extra; do
+        grep -q "^ok: $scenario\$" "$out/shim.$np" || fail "np=$np $scenario: $(cat "$out/shim.$np") $(head -c 2000 "$out/err.$np")"
     done
     grep -q "NCCL [1-9][0-9]* reproducible" "$out/err.$np" ||
         fail "np=$np: the summary does not count the NCCL calls: $(grep summary "$out/err.$np")"
-    ok "np=$np: group, threads, split, nonblocking, graph, large, initall, premul-ranks, order: every element exact; $(grep -o 'NCCL [0-9]* reproducible, [0-9]* passed' "$out/err.$np" | head -1) (rank 0)"
+    ok "np=$np: $scenarios${extra:+ $extra}: every element exact, every code NCCL's; $(grep -o 'NCCL [0-9]* reproducible, [0-9]* passed' "$out/err.$np" | head -1) (a rank)"
 done
+
+# Twelve grouped 4 MiB all-reduces hold at most REPROD_SCRATCH_MB of scratch at once (the
+# stand-in's peak of stream-ordered memory, on every rank); two chained in-place all-reduces in
+# one group: the second's input is traced as the first's output (hashed in stream order), not
+# as the first's input.
+run_mpi_shim 2 -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x NCCL_STANDIN_REPORT=1 -x REPROD_TRACE="$out/trace" \
+    "$program" scratch chain >"$out/scratch" 2>&1 || fail "scratch, chain: $(head -c 3000 "$out/scratch")"
+grep -q '^ok: scratch$' "$out/scratch" && grep -q '^ok: chain$' "$out/scratch" ||
+    fail "scratch, chain: $(head -c 3000 "$out/scratch")"
+peaks=$(sed -n 's/.*peak stream-ordered device memory \([0-9]*\) bytes/\1/p' "$out/scratch")
+[ "$(echo "$peaks" | wc -w)" -eq 2 ] || fail "scratch: no peak reported: $(grep report "$out/scratch")"
+for peak in $peaks; do
+    [ "$peak" -le 1048576 ] || fail "scratch: twelve grouped all-reduces held $peak bytes at once, past REPROD_SCRATCH_MB=1"
+done
+ok "twelve grouped 4 MiB all-reduces at REPROD_SCRATCH_MB=1: at most $(echo "$peaks" | sort -n | tail -1) bytes of scratch at once; $(grep -o 'sends [0-9]* receives [0-9]* peers [0-9]* collectives [0-9]*' "$out/scratch" | head -1) (a rank)"
+hashes=$(grep 'api=ncclAllReduce .*count=5000 ' "$out/trace/rank0.trace" | sed -n 's/.* in=\([0-9a-f-]*\) out=\([0-9a-f-]*\).*/\1 \2/p')
+first_out=$(echo "$hashes" | sed -n 1p | cut -d' ' -f2)
+second_in=$(echo "$hashes" | sed -n 2p | cut -d' ' -f1)
+[ "$(echo "$hashes" | wc -l)" -eq 2 ] && [ -n "$first_out" ] && [ "$first_out" != - ] && [ "$second_in" = "$first_out" ] ||
+    fail "chain: the second all-reduce's input is not the first's output in the trace: $(grep count=5000 "$out/trace/rank0.trace")"
+ok "two chained in-place all-reduces in a group: the second's traced input is the first's output ($second_in)"
 
 # One rank without device memory for its scratch, nor pinned host memory to put it in: the job
 # stops with a message naming the call (the other ranks are already in it), never hangs.
@@ -35,13 +68,18 @@ grep -q 'error: ncclAllReduce could not start on this rank (no device memory' "$
     fail "one rank out of scratch memory: no error line naming the call: $(cat "$out"/nomem.*.log)"
 ok "one rank out of scratch memory: the job stops (status $status) with $(grep -o 'error: ncclAllReduce could not start[^;]*' "$out"/nomem.0.log)"
 
-# Erroneous calls: the same codes as natively, no crash.
-run_mpi 2 -x LD_LIBRARY_PATH "$program" bad >"$out/native.bad" 2>"$out/err" || fail "native bad: $(head -c 2000 "$out/err")"
-native_codes=$(grep '^bad:' "$out/native.bad")
-shim_codes=$(grep '^bad:' "$out/shim.2")
-[ -n "$native_codes" ] && [ "$native_codes" = "$shim_codes" ] ||
-    fail "erroneous calls: natively '$native_codes', under the shim '$shim_codes'"
-ok "invalid communicator, type, op, NULL buffer, destroyed PreMulSum op, bad root: $native_codes as natively"
+# Erroneous calls, alone and inside groups: the same codes as natively, no crash. The native
+# run (no shim) passes the same code checks: they are NCCL's (the stand-in's) answers.
+run_mpi 2 -x LD_LIBRARY_PATH -x NCCL_STANDIN_TIMEOUT=20 "$program" --native bad bad-group p2p-after nonblocking watchdog \
+    watchdog-blocking >"$out/native.bad" 2>"$out/err" || fail "native: $(cat "$out/native.bad") $(head -c 2000 "$out/err")"
+for kind in bad bad-group; do
+    native_codes=$(grep "^$kind:" "$out/native.bad")
+    shim_codes=$(grep "^$kind:" "$out/shim.2")
+    [ -n "$native_codes" ] && [ "$native_codes" = "$shim_codes" ] ||
+        fail "erroneous calls: natively '$native_codes', under the shim '$shim_codes'"
+done
+ok "invalid communicator, type, op, NULL buffer, destroyed PreMulSum op, bad root, destroyed stream: $(grep '^bad:' "$out/native.bad") as natively"
+ok "the same inside a group (call/ncclGroupEnd, the group dropped): $(grep '^bad-group:' "$out/native.bad") as natively"
 
 # Traces: Ring and Tree compare equal under the shim; natively `reprod diff` finds where they part.
 exactness=$BUILD/tests/nccl/exactness

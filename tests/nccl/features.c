@@ -11,15 +11,36 @@
  *   premul-ranks  a PreMulSum scalar that differs between ranks (each scales its own input)
  *   order     a group's calls in their order; calls grouped on one rank only
  *   bad       erroneous calls: prints the error codes (compared with the native run's)
- * Usage: features SCENARIO... (all when none is named). Rank 0 prints "ok: <scenario>".
+ *   p2p-after a group's Send and Recv after a shimmed all-reduce, past the stand-in's mailbox
+ *   scratch   twelve grouped 4 MiB all-reduces (the script bounds the scratch held at once)
+ *   bad-group a bad call inside a group: its code at once, the group dropped (codes printed)
+ *   watchdog  the application's own timeout on a nonblocking communicator whose peer never
+ *             comes, then ncclCommAbort (PyTorch's watchdog); watchdog-blocking: the same on a
+ *             blocking communicator, aborted by another thread while the call waits
+ *   chain     two chained in-place all-reduces in one group (the script reads their traces)
+ * Every return code is checked against NCCL's exact one. Usage: features [--native]
+ * SCENARIO... (all but the last three when none is named; --native: the run without the
+ * shim, where sums are NCCL's own: only codes and moved data are checked). Rank 0 prints
+ * "ok: <scenario>".
  */
 #include "nccl_test.h"
 
 #include "engine_oracle.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 static long wrong;
+static int native; /* --native: NCCL's own sums, not checked against MPFR */
+
+/* Count a return code that is not exactly NCCL's. */
+static void expect_code(const char *what, ncclResult_t got, ncclResult_t expected)
+{
+    if (got != expected && wrong++ < 20)
+        fprintf(stderr, "rank %d: %s returned %d (%s), not %d\n", rank, what, (int)got,
+                ncclGetErrorString(got), (int)expected);
+}
 
 /* Element i of rank r's float32 contribution in data set `set`. */
 static float contribution(int set, int r, size_t i)
@@ -46,7 +67,7 @@ static void check_sum(const char *what, const float *got, size_t count, int set,
 static void check_from(const char *what, const float *got, size_t first, size_t count, int set,
                        const int *members, int member_count, float scale, int divide, size_t step)
 {
-    for (size_t i = first; i < count; i += step) {
+    for (size_t i = first; i < count && !native; i += step) {
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int k = 0; k < member_count; k++) {
             float v = contribution(set, members[k], i) * scale; /* rounded to float, as NCCL */
@@ -147,13 +168,16 @@ static void *thread_main(void *argument)
 {
     struct thread_job *job = argument;
     cudaStream_t stream;
-    size_t n = 777;
+    size_t n = 300001; /* two pieces at REPROD_SCRATCH_MB=1, two rounds each */
     CHECK_CUDA(cudaStreamCreate(&stream));
-    for (int round = 0; round < 10; round++) {
-        float *x = device_contribution(job->set + round, rank, n);
-        CHECK_NCCL(ncclAllReduce(x, x, n, ncclFloat32, ncclSum, job->comm, stream));
-        float *h = to_host(x, n, stream);
-        check_sum("threads", h, n, job->set + round, all_ranks, ranks, 1.0f, 1, 1);
+    for (int round = 0; round < 4; round++) {
+        size_t count = round % 2 ? n : 777;
+        float *x = device_contribution(job->set + round, rank, count);
+        expect_code("threads all-reduce",
+                    ncclAllReduce(x, x, count, ncclFloat32, ncclSum, job->comm, stream),
+                    ncclSuccess);
+        float *h = to_host(x, count, stream);
+        check_sum("threads", h, count, job->set + round, all_ranks, ranks, 1.0f, 1, 7);
         free(h);
         cudaFree(x);
     }
@@ -200,16 +224,19 @@ static void scenario_split(ncclComm_t comm, cudaStream_t stream)
     CHECK_NCCL(ncclCommDestroy(child));
 }
 
-/* Poll a nonblocking communicator until its last operation has finished. */
+/* Poll a nonblocking communicator until its last operation has finished: it must succeed. */
 static void wait_comm(ncclComm_t comm)
 {
     ncclResult_t state;
     do {
         CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
     } while (state == ncclInProgress);
-    CHECK_NCCL(state);
+    expect_code("a nonblocking communicator, polled", state, ncclSuccess);
 }
 
+/* config.blocking = 0: a call returns ncclInProgress (NCCL launches on a thread of its own);
+ * inside a group the call returns ncclSuccess and ncclGroupEnd ncclInProgress. Counts past
+ * REPROD_SCRATCH_MB=1: several pieces, several rounds each. */
 static void scenario_nonblocking(cudaStream_t stream)
 {
     ncclUniqueId id;
@@ -218,28 +245,43 @@ static void scenario_nonblocking(cudaStream_t stream)
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm;
-    CHECK_NCCL(ncclCommInitRankConfig(&comm, ranks, id, rank, &config));
+    expect_code("nonblocking init", ncclCommInitRankConfig(&comm, ranks, id, rank, &config),
+                ncclInProgress);
     wait_comm(comm);
-    size_t n = 4000;
+    size_t n = 600001;
     for (int round = 0; round < 3; round++) {
         float *x = device_contribution(30 + round, rank, n);
-        CHECK_NCCL(ncclAllReduce(x, x, n, ncclFloat32, round == 1 ? ncclAvg : ncclSum, comm,
-                                 stream));
+        ncclRedOp_t op = round == 1 ? ncclAvg : ncclSum;
+        if (round < 2) {
+            expect_code("nonblocking all-reduce", ncclAllReduce(x, x, n, ncclFloat32, op, comm, stream),
+                        ncclInProgress);
+            /* A call before the communicator is ready again (NCCL's ncclCommEnsureReady): the
+             * shim's own rounds are still to come, whatever the library says. */
+            if (!native && round == 0)
+                expect_code("a call on a nonblocking communicator not ready",
+                            ncclAllReduce(x, x, n, ncclFloat32, op, comm, stream),
+                            ncclInvalidArgument);
+        } else {
+            CHECK_NCCL(ncclGroupStart());
+            expect_code("nonblocking all-reduce in a group",
+                        ncclAllReduce(x, x, n, ncclFloat32, op, comm, stream), ncclSuccess);
+            expect_code("nonblocking ncclGroupEnd", ncclGroupEnd(), ncclInProgress);
+        }
         wait_comm(comm);
         float *h = to_host(x, n, stream);
         check_sum("nonblocking", h, n, 30 + round, all_ranks, ranks, 1.0f,
-                  round == 1 ? ranks : 1, 1);
+                  round == 1 ? ranks : 1, 7);
         free(h);
         cudaFree(x);
     }
-    CHECK_NCCL(ncclCommFinalize(comm));
+    expect_code("nonblocking finalize", ncclCommFinalize(comm), ncclInProgress);
     wait_comm(comm);
-    CHECK_NCCL(ncclCommDestroy(comm));
+    expect_code("nonblocking destroy", ncclCommDestroy(comm), ncclSuccess);
 }
 
 static void scenario_graph(ncclComm_t comm, cudaStream_t stream)
 {
-    size_t n = 3000;
+    size_t n = 700001; /* three pieces at REPROD_SCRATCH_MB=1 */
     float *x = device_contribution(40, rank, n), *y;
     CHECK_CUDA(cudaMalloc((void **)&y, n * sizeof *y));
     cudaGraph_t graph;
@@ -253,7 +295,7 @@ static void scenario_graph(ncclComm_t comm, cudaStream_t stream)
         CHECK_CUDA(cudaMemcpy(x, fresh, n * sizeof *x, cudaMemcpyDeviceToDevice));
         CHECK_CUDA(cudaGraphLaunch(exec, stream));
         float *h = to_host(y, n, stream);
-        check_sum("graph replay", h, n, 41 + replay, all_ranks, ranks, 1.0f, 1, 1);
+        check_sum("graph replay", h, n, 41 + replay, all_ranks, ranks, 1.0f, 1, 7);
         free(h);
         cudaFree(fresh);
     }
@@ -383,28 +425,228 @@ static void scenario_order(ncclComm_t comm, cudaStream_t stream)
     cudaFree(x), cudaFree(y), cudaFree(a), cudaFree(b);
 }
 
-/* The codes of erroneous calls, one line (compared with the native run's by the script). */
+/* The codes of erroneous calls, one line (compared with the native run's by the script), each
+ * NCCL's exact one: ncclInvalidArgument, and ncclUnhandledCudaError for a destroyed stream (NCCL
+ * asks CUDA about the stream: cudaStreamGetCaptureInfo fails). */
 static void scenario_bad(ncclComm_t comm, cudaStream_t stream)
 {
     float *x = device_contribution(60, rank, 16);
     ncclRedOp_t premul;
     float scalar = 2.0f;
+    cudaStream_t dead;
+    CHECK_CUDA(cudaStreamCreate(&dead));
+    CHECK_CUDA(cudaStreamDestroy(dead));
     CHECK_NCCL(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat32, ncclScalarHostImmediate,
                                         comm));
     CHECK_NCCL(ncclRedOpDestroy(premul, comm));
-    int codes[6] = {
+    int codes[7] = {
         ncclAllReduce(x, x, 16, ncclFloat32, ncclSum, NULL, stream),
         ncclAllReduce(x, x, 16, (ncclDataType_t)(ncclNumTypes + 3), ncclSum, comm, stream),
         ncclAllReduce(x, x, 16, ncclFloat32, (ncclRedOp_t)(ncclNumOps + 100), comm, stream),
         ncclAllReduce(NULL, x, 16, ncclFloat32, ncclSum, comm, stream),
         ncclAllReduce(x, x, 16, ncclFloat32, premul, comm, stream),
         ncclReduce(x, x, 16, ncclFloat32, ncclSum, ranks + 5, comm, stream),
+        ncclAllReduce(x, x, 16, ncclFloat32, ncclSum, comm, dead),
     };
+    const int expected[7] = {4, 4, 4, 4, 4, 4, 1};
     if (rank == 0)
-        printf("bad: %d %d %d %d %d %d\n", codes[0], codes[1], codes[2], codes[3], codes[4],
-               codes[5]);
-    for (int i = 0; i < 6; i++)
-        if (codes[i] == ncclSuccess) wrong++;
+        printf("bad: %d %d %d %d %d %d %d\n", codes[0], codes[1], codes[2], codes[3], codes[4],
+               codes[5], codes[6]);
+    for (int i = 0; i < 7; i++)
+        expect_code("an erroneous call", codes[i], expected[i]);
+    cudaFree(x);
+}
+
+/* A bad call inside a group (issue 17 B6): it returns its code at once and fails the group:
+ * ncclGroupEnd returns that code and none of the group's calls runs, not even the valid
+ * shimmed all-reduces around it (NCCL's ncclGroupErrCheck). One line of codes, compared with
+ * the native run's. */
+static void scenario_bad_group(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t n = 300001;
+    float *x = device_contribution(120, rank, n), *y = device_contribution(121, rank, n);
+    cudaStream_t dead;
+    CHECK_CUDA(cudaStreamCreate(&dead));
+    CHECK_CUDA(cudaStreamDestroy(dead));
+    static const char *const names[5] = {"NULL comm", "bad type", "NULL buffer", "bad root",
+                                         "destroyed stream"};
+    char line[160] = "bad-group:";
+    for (int bad = 0; bad < 5; bad++) {
+        ncclResult_t code = ncclSuccess, expected = bad == 4 ? ncclUnhandledCudaError
+                                                             : ncclInvalidArgument;
+        CHECK_NCCL(ncclGroupStart());
+        expect_code("a valid all-reduce in a group", ncclAllReduce(x, x, n, ncclFloat32, ncclSum,
+                                                                   comm, stream),
+                    ncclSuccess);
+        switch (bad) {
+        case 0: code = ncclAllReduce(x, x, n, ncclFloat32, ncclSum, NULL, stream); break;
+        case 1: code = ncclAllReduce(x, x, n, (ncclDataType_t)99, ncclSum, comm, stream); break;
+        case 2: code = ncclAllReduce(NULL, x, n, ncclFloat32, ncclSum, comm, stream); break;
+        case 3: code = ncclReduce(x, x, n, ncclFloat32, ncclSum, ranks + 5, comm, stream); break;
+        case 4: code = ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, dead); break;
+        }
+        expect_code("a valid broadcast in a group", ncclBroadcast(y, y, n, ncclFloat32, 0, comm,
+                                                                  stream),
+                    ncclSuccess);
+        expect_code("a valid all-reduce in a group", ncclAllReduce(y, y, n, ncclFloat32, ncclSum,
+                                                                   comm, stream),
+                    ncclSuccess);
+        ncclResult_t ended = ncclGroupEnd();
+        char what[96];
+        snprintf(what, sizeof what, "a %s inside a group", names[bad]);
+        expect_code(what, code, expected);
+        snprintf(what, sizeof what, "ncclGroupEnd of a group with a %s", names[bad]);
+        expect_code(what, ended, expected);
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %d/%d", code, ended);
+        float *hx = to_host(x, n, stream), *hy = to_host(y, n, stream);
+        for (size_t i = 0; i < n; i += 101)
+            if ((hx[i] != contribution(120, rank, i) || hy[i] != contribution(121, rank, i)) &&
+                wrong++ < 20) {
+                fprintf(stderr, "rank %d: a group with a %s ran: element %zu changed\n", rank,
+                        names[bad], i);
+                break;
+            }
+        free(hx), free(hy);
+    }
+    if (rank == 0) printf("%s\n", line);
+    cudaFree(x), cudaFree(y);
+}
+
+/* A group's Send and Recv after a shimmed all-reduce (issue 17 B3): NCCL runs a group's
+ * point-to-point calls together; messages of 1.2 MB, past the stand-in's 256 KiB mailbox. */
+static void scenario_p2p_after(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t n = (size_t)1 << 20, m = 300000;
+    int next = (rank + 1) % ranks, previous = (rank + ranks - 1) % ranks;
+    float *x = device_contribution(100, rank, n), *out = device_contribution(101, rank, m), *in;
+    CHECK_CUDA(cudaMalloc((void **)&in, m * sizeof *in));
+    CHECK_NCCL(ncclGroupStart());
+    expect_code("p2p-after all-reduce", ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
+                ncclSuccess);
+    expect_code("p2p-after send", ncclSend(out, m, ncclFloat32, next, comm, stream), ncclSuccess);
+    expect_code("p2p-after recv", ncclRecv(in, m, ncclFloat32, previous, comm, stream),
+                ncclSuccess);
+    expect_code("p2p-after ncclGroupEnd", ncclGroupEnd(), ncclSuccess);
+    float *hx = to_host(x, n, stream), *hin = to_host(in, m, stream);
+    check_sum("p2p-after all-reduce", hx, n, 100, all_ranks, ranks, 1.0f, 1, 61);
+    for (size_t i = 0; i < m; i++)
+        if (hin[i] != contribution(101, previous, i) && wrong++ < 20) {
+            fprintf(stderr, "rank %d: p2p-after: element %zu from rank %d is %a\n", rank, i,
+                    previous, hin[i]);
+            break;
+        }
+    free(hx), free(hin);
+    cudaFree(x), cudaFree(out), cudaFree(in);
+}
+
+/* Twelve grouped 4 MiB all-reduces (issue 17 B4): the script reads the stand-in's peak of
+ * stream-ordered memory, which must stay within REPROD_SCRATCH_MB whatever the group's size. */
+static void scenario_scratch(ncclComm_t comm, cudaStream_t stream)
+{
+    enum { CALLS = 12 };
+    size_t n = (size_t)1 << 20;
+    float *x[CALLS];
+    for (int k = 0; k < CALLS; k++)
+        x[k] = device_contribution(110 + k, rank, n);
+    CHECK_NCCL(ncclGroupStart());
+    for (int k = 0; k < CALLS; k++)
+        expect_code("scratch all-reduce", ncclAllReduce(x[k], x[k], n, ncclFloat32, ncclSum, comm,
+                                                        stream),
+                    ncclSuccess);
+    expect_code("scratch ncclGroupEnd", ncclGroupEnd(), ncclSuccess);
+    for (int k = 0; k < CALLS; k++) {
+        float *h = to_host(x[k], n, stream);
+        check_sum("scratch all-reduce", h, n, 110 + k, all_ranks, ranks, 1.0f, 1, 997);
+        free(h);
+        cudaFree(x[k]);
+    }
+}
+
+/* A fresh communicator of every rank, blocking or not. */
+static ncclComm_t fresh_comm(int blocking)
+{
+    ncclUniqueId id;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = blocking;
+    ncclComm_t comm;
+    if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    expect_code("ncclCommInitRankConfig", ncclCommInitRankConfig(&comm, ranks, id, rank, &config),
+                blocking ? ncclSuccess : ncclInProgress);
+    if (!blocking) wait_comm(comm);
+    return comm;
+}
+
+struct watchdog {
+    ncclComm_t comm;
+    _Atomic int calling; /* the main thread is about to call: a second from then, abort */
+};
+
+static void *watchdog_main(void *argument)
+{
+    struct watchdog *watchdog = argument;
+    while (!atomic_load(&watchdog->calling))
+        usleep(1000);
+    usleep(1000 * 1000);
+    expect_code("ncclCommAbort from the watchdog thread", ncclCommAbort(watchdog->comm),
+                ncclSuccess);
+    return NULL;
+}
+
+/* The application's own timeout runs (issue 17 B7, B8). On a fresh nonblocking communicator
+ * rank 1 never calls; the other ranks' all-reduce returns ncclInProgress at once (NCCL's launch
+ * waits for its peers' connection on its own thread) and stays in progress while they poll for
+ * their own second; then they abort the communicator, as PyTorch's watchdog does. On a fresh
+ * blocking one the call waits for rank 1 (the connection at first use) until another thread
+ * aborts the communicator; it then returns NCCL's error. Either way the shim must issue nothing
+ * more on it (the stand-in reports any use after abort). */
+static void scenario_watchdog(int blocking)
+{
+    if (ranks < 2) return;
+    ncclComm_t comm = fresh_comm(blocking);
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreate(&stream));
+    size_t n = 300001;
+    float *x = device_contribution(130 + blocking, rank, n);
+    if (rank != 1) {
+        pthread_t thread;
+        struct watchdog watchdog = {comm, 0};
+        if (blocking) pthread_create(&thread, NULL, watchdog_main, &watchdog);
+        atomic_store(&watchdog.calling, 1);
+        expect_code(blocking ? "all-reduce on a communicator aborted by another thread"
+                             : "all-reduce on a nonblocking communicator whose peer never comes",
+                    ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
+                    blocking ? ncclRemoteError : ncclInProgress);
+        double deadline = MPI_Wtime() + 1.0;
+        ncclResult_t state = ncclInProgress;
+        while (!blocking && MPI_Wtime() < deadline && state == ncclInProgress)
+            CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+        if (!blocking) expect_code("the communicator polled for a second", state, ncclInProgress);
+        if (blocking) pthread_join(thread, NULL);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* an abort on one rank ends every rank's waits */
+    if (!blocking || rank == 1)
+        expect_code("ncclCommAbort after the application's own timeout", ncclCommAbort(comm),
+                    ncclSuccess);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaStreamDestroy(stream));
+    cudaFree(x);
+}
+
+/* Two chained in-place all-reduces in one group (issue 17 B10): the second reads what the
+ * first wrote. The script checks that the trace hashes the second's input in stream order:
+ * equal to the first's output. */
+static void scenario_chain(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t n = 5000;
+    float *x = device_contribution(140, rank, n);
+    CHECK_NCCL(ncclGroupStart());
+    expect_code("chain all-reduce", ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
+                ncclSuccess);
+    expect_code("chain all-reduce", ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
+                ncclSuccess);
+    expect_code("chain ncclGroupEnd", ncclGroupEnd(), ncclSuccess);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
     cudaFree(x);
 }
 
@@ -413,11 +655,13 @@ int main(int argc, char **argv)
     ncclUniqueId id = join_world(&argc, &argv);
     for (int r = 0; r < 64; r++)
         all_ranks[r] = r;
+    if (argc > 1 && strcmp(argv[1], "--native") == 0) native = 1, argc--, argv++;
     ncclComm_t comm = world_comm(id);
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreate(&stream));
-    const char *all[] = {"group", "threads", "split",        "nonblocking", "graph",
-                         "large", "initall", "premul-ranks", "order",       "bad"};
+    const char *all[] = {"group",     "threads", "split",    "nonblocking",  "graph",
+                         "large",     "initall", "order",    "premul-ranks", "bad",
+                         "bad-group", "p2p-after"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
     int count = argc > 1 ? argc - 1 : (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < count; i++) {
@@ -432,6 +676,12 @@ int main(int argc, char **argv)
         else if (strcmp(names[i], "premul-ranks") == 0) scenario_premul_ranks(comm, stream);
         else if (strcmp(names[i], "order") == 0) scenario_order(comm, stream);
         else if (strcmp(names[i], "bad") == 0) scenario_bad(comm, stream);
+        else if (strcmp(names[i], "bad-group") == 0) scenario_bad_group(comm, stream);
+        else if (strcmp(names[i], "p2p-after") == 0) scenario_p2p_after(comm, stream);
+        else if (strcmp(names[i], "scratch") == 0) scenario_scratch(comm, stream);
+        else if (strcmp(names[i], "watchdog") == 0) scenario_watchdog(0);
+        else if (strcmp(names[i], "watchdog-blocking") == 0) scenario_watchdog(1);
+        else if (strcmp(names[i], "chain") == 0) scenario_chain(comm, stream);
         else {
             fprintf(stderr, "features: unknown scenario %s\n", names[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);

@@ -28,10 +28,12 @@ static int rank, ranks;
         }                                                                                          \
     } while (0)
 
+/* The call must return ncclSuccess exactly (a nonblocking call's ncclInProgress is checked
+ * where it is expected, with its own code). */
 #define CHECK_NCCL(call)                                                                           \
     do {                                                                                           \
         ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess && r_ != ncclInProgress) {                                           \
+        if (r_ != ncclSuccess) {                                                                   \
             fprintf(stderr, "rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #call,           \
                     ncclGetErrorString(r_));                                                       \
             MPI_Abort(MPI_COMM_WORLD, 1);                                                          \

@@ -1,10 +1,16 @@
 /* The NCCL and CUDA stand-ins (build/standins/) checked natively, as an ordinary MPI + NCCL
- * program (tests/nccl_standins.sh runs it without the shim):
+ * program (tests/nccl_standins.sh runs it without the shim), against NCCL's own behaviour:
  *     standin_selftest check   every collective, send/recv, groups, threads, split, nonblocking
- *                              communicators, graph capture and argument errors; "ok" line
+ *                              communicators, graph capture, argument errors with NCCL's exact
+ *                              codes (a bad call in a group fails the group), a communicator's
+ *                              work in issue order across streams; "ok" line
  *     standin_selftest time    milliseconds per 1 MiB float all-reduce
  *     standin_selftest sum     the float all-reduce of fixed random data (the same 24
- *                              contributions whatever the rank count): rank 0 prints its hash */
+ *                              contributions whatever the rank count): rank 0 prints its hash
+ *     standin_selftest count   a known number of messages, peers and collectives, and a known
+ *                              peak of stream-ordered memory, for NCCL_STANDIN_REPORT=1
+ *     standin_selftest after-destroy   a call on a destroyed communicator: the stand-in must
+ *                              report the use after free and abort */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <mpi.h>
@@ -383,6 +389,11 @@ static void wait_async(ncclComm_t comm) {
     CHECK(state == ncclSuccess, "nonblocking communicator: %s", ncclGetErrorString(state));
 }
 
+/* A nonblocking communicator: a call returns ncclInProgress, and the communicator reports it
+ * until the launch is done; a launch waits for its peers' first launch (the connection), so rank
+ * 0 sees ncclInProgress for sure until rank 1 launches; a call meanwhile gets
+ * ncclInvalidArgument (ncclCommEnsureReady). Inside a group the call returns ncclSuccess and
+ * ncclGroupEnd ncclInProgress. */
 static void check_nonblocking(cudaStream_t stream) {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
@@ -391,11 +402,38 @@ static void check_nonblocking(cudaStream_t stream) {
     int32_t *data = device_alloc(64 * 4);
     for (int i = 0; i < 64; i++)
         data[i] = rank;
+    int go = 0;
+    if (rank == 1)
+        MPI_Recv(&go, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     ncclResult_t r = ncclAllReduce(data, data, 64, ncclInt32, ncclSum, comm, stream);
-    CHECK(r == ncclSuccess || r == ncclInProgress, "nonblocking allreduce: %s", ncclGetErrorString(r));
+    CHECK(r == ncclInProgress, "nonblocking allreduce: %d, not ncclInProgress", (int)r);
+    if (rank == 0 && nranks > 1) {
+        ncclResult_t state = ncclSuccess;
+        ncclCommGetAsyncError(comm, &state);
+        CHECK(state == ncclInProgress, "before the peers launched: %d, not ncclInProgress", (int)state);
+        r = ncclAllReduce(data, data, 64, ncclInt32, ncclSum, comm, stream);
+        CHECK(r == ncclInvalidArgument, "a call while in progress: %d, not ncclInvalidArgument", (int)r);
+        /* NCCL's ncclEnqueueCheck sets the failed call's error on a nonblocking communicator;
+         * the launch in progress overwrites it with its own result when it is done */
+        ncclCommGetAsyncError(comm, &state);
+        CHECK(state == ncclInvalidArgument, "after a call while in progress: %d, not ncclInvalidArgument", (int)state);
+        MPI_Send(&go, 1, MPI_INT, 1, 7, MPI_COMM_WORLD);
+        for (int tries = 0; tries < 300000 && state != ncclSuccess; tries++) { /* 30 s */
+            usleep(100);
+            ncclCommGetAsyncError(comm, &state);
+        }
+    }
     wait_async(comm);
     CUDA(cudaStreamSynchronize(stream));
     CHECK(data[63] == nranks * (nranks - 1) / 2, "nonblocking allreduce: %d", data[63]);
+    NCCL(ncclGroupStart());
+    r = ncclAllReduce(data, data, 64, ncclInt32, ncclSum, comm, stream);
+    CHECK(r == ncclSuccess, "nonblocking allreduce in a group: %d, not ncclSuccess", (int)r);
+    r = ncclGroupEnd();
+    CHECK(r == ncclInProgress, "nonblocking group end: %d, not ncclInProgress", (int)r);
+    wait_async(comm);
+    CUDA(cudaStreamSynchronize(stream));
+    CHECK(data[0] == nranks * nranks * (nranks - 1) / 2, "nonblocking group: %d", data[0]);
     r = ncclCommFinalize(comm);
     CHECK(r == ncclSuccess || r == ncclInProgress, "finalize: %s", ncclGetErrorString(r));
     wait_async(comm);
@@ -447,8 +485,75 @@ static void check_errors(ncclComm_t comm, cudaStream_t stream) {
     cudaStreamCreate(&dead);
     cudaStreamDestroy(dead);
     CHECK(cudaStreamSynchronize(dead) != cudaSuccess, "a destroyed stream synchronised");
-    CHECK(ncclAllReduce(data, data, 4, ncclInt32, ncclSum, comm, dead) != ncclSuccess, "a destroyed stream");
+    CHECK((result = ncclAllReduce(data, data, 4, ncclInt32, ncclSum, comm, dead)) == ncclUnhandledCudaError,
+          "a destroyed stream: %d, not ncclUnhandledCudaError", (int)result);
+    CHECK((result = ncclAllReduce(data, data, 0, ncclInt32, ncclSum, comm, dead)) == ncclSuccess,
+          "an empty call is discarded before the stream is looked at: %d", (int)result);
     cudaFree(data);
+}
+
+/* A bad call inside a group returns its error at once, fails the group: ncclGroupEnd returns that
+ * error and none of the group's calls runs, not even the valid ones (NCCL's ncclGroupErrCheck). */
+static void check_group_errors(ncclComm_t comm, cudaStream_t stream) {
+    int32_t *data = device_alloc(64 * 4);
+    cudaStream_t dead;
+    CUDA(cudaStreamCreate(&dead));
+    CUDA(cudaStreamDestroy(dead));
+    for (int bad = 0; bad < 6; bad++) {
+        for (int i = 0; i < 64; i++)
+            data[i] = 1;
+        ncclResult_t expected = bad == 5 ? ncclUnhandledCudaError : ncclInvalidArgument, got = ncclSuccess;
+        NCCL(ncclGroupStart());
+        NCCL(ncclAllReduce(data, data, 32, ncclInt32, ncclSum, comm, stream));
+        switch (bad) {
+        case 0: got = ncclAllReduce(data, data, 4, ncclInt32, ncclSum, NULL, stream); break;
+        case 1: got = ncclAllReduce(data, data, 4, (ncclDataType_t)42, ncclSum, comm, stream); break;
+        case 2: got = ncclAllReduce(NULL, data, 4, ncclInt32, ncclSum, comm, stream); break;
+        case 3: got = ncclReduce(data, data, 4, ncclInt32, ncclSum, nranks, comm, stream); break;
+        case 4: got = ncclSend(data, 4, ncclInt32, nranks, comm, stream); break;
+        case 5: got = ncclAllReduce(data, data, 4, ncclInt32, ncclSum, comm, dead); break;
+        }
+        NCCL(ncclAllReduce(data + 32, data + 32, 32, ncclInt32, ncclSum, comm, stream));
+        ncclResult_t ended = ncclGroupEnd();
+        CUDA(cudaStreamSynchronize(stream));
+        CHECK(got == expected, "bad call %d in a group: %d, not %d", bad, (int)got, (int)expected);
+        CHECK(ended == expected, "bad call %d: ncclGroupEnd: %d, not %d", bad, (int)ended, (int)expected);
+        CHECK(data[0] == 1 && data[63] == 1, "bad call %d: the group's valid calls ran: %d %d", bad, data[0], data[63]);
+    }
+    /* the next group is a new one */
+    NCCL(ncclGroupStart());
+    NCCL(ncclAllReduce(data, data, 64, ncclInt32, ncclSum, comm, stream));
+    NCCL(ncclGroupEnd());
+    CUDA(cudaStreamSynchronize(stream));
+    CHECK(data[0] == nranks && data[63] == nranks, "the group after a failed one: %d %d", data[0], data[63]);
+    cudaFree(data);
+}
+
+static void CUDART_CB sleep_100ms(void *unused) {
+    (void)unused;
+    usleep(100000);
+}
+
+/* One communicator's work runs in the order it was issued, across streams: rank 0 issues A on a
+ * stream kept busy, then B on an idle one; the other ranks issue both at once. */
+static void check_issue_order(ncclComm_t comm) {
+    cudaStream_t busy, idle;
+    CUDA(cudaStreamCreate(&busy));
+    CUDA(cudaStreamCreate(&idle));
+    int32_t *a = device_alloc(1024 * 4), *b = device_alloc(1024 * 4);
+    for (int i = 0; i < 1024; i++)
+        a[i] = 1, b[i] = 1000;
+    if (rank == 0)
+        CUDA(cudaLaunchHostFunc(busy, sleep_100ms, NULL));
+    NCCL(ncclAllReduce(a, a, 1024, ncclInt32, ncclSum, comm, busy));
+    NCCL(ncclAllReduce(b, b, 1024, ncclInt32, ncclMax, comm, idle));
+    CUDA(cudaStreamSynchronize(busy));
+    CUDA(cudaStreamSynchronize(idle));
+    CHECK(a[0] == nranks && b[1023] == 1000, "issue order across streams: %d %d, not %d 1000", a[0], b[1023], nranks);
+    cudaFree(a);
+    cudaFree(b);
+    cudaStreamDestroy(busy);
+    cudaStreamDestroy(idle);
 }
 
 static void CUDART_CB slow_host_function(void *flag) {
@@ -505,6 +610,28 @@ static void print_sum(ncclComm_t comm, cudaStream_t stream) {
     cudaFree(data);
 }
 
+/* Exactly 3 sends and 3 receives with each ring neighbour, 2 collectives; stream-ordered
+ * memory of 1 MiB, then of 3 MiB while 1 MiB is still held: a peak of 4 MiB. */
+static void do_counted(ncclComm_t comm, cudaStream_t stream) {
+    int32_t *data = device_alloc(4096 * 4);
+    int next = (rank + 1) % nranks, previous = (rank + nranks - 1) % nranks;
+    for (int i = 0; i < 3; i++) {
+        NCCL(ncclGroupStart());
+        NCCL(ncclSend(data, 1024, ncclInt32, next, comm, stream));
+        NCCL(ncclRecv(data + 1024, 1024, ncclInt32, previous, comm, stream));
+        NCCL(ncclGroupEnd());
+    }
+    NCCL(ncclAllReduce(data, data, 16, ncclInt32, ncclSum, comm, stream));
+    NCCL(ncclAllReduce(data, data, 16, ncclInt32, ncclSum, comm, stream));
+    void *one, *three;
+    CUDA(cudaMallocAsync(&one, (size_t)1 << 20, stream));
+    CUDA(cudaMallocAsync(&three, (size_t)3 << 20, stream));
+    CUDA(cudaFreeAsync(three, stream));
+    CUDA(cudaFreeAsync(one, stream));
+    CUDA(cudaStreamSynchronize(stream));
+    cudaFree(data);
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -515,7 +642,16 @@ int main(int argc, char **argv) {
     cudaStream_t stream;
     CUDA(cudaStreamCreate(&stream));
     ncclComm_t comm = world_comm(NULL);
-    if (!strcmp(mode, "sum")) {
+    if (!strcmp(mode, "after-destroy")) {
+        ncclComm_t gone = world_comm(NULL);
+        NCCL(ncclCommDestroy(gone));
+        int32_t *data = device_alloc(64);
+        ncclAllReduce(data, data, 4, ncclInt32, ncclSum, gone, stream); /* must not return */
+        fprintf(stderr, "rank %d: a call on a destroyed communicator returned\n", rank);
+        failures++;
+    } else if (!strcmp(mode, "count")) {
+        do_counted(comm, stream);
+    } else if (!strcmp(mode, "sum")) {
         print_sum(comm, stream);
     } else if (!strcmp(mode, "time")) {
         print_time(comm, stream);
@@ -530,6 +666,8 @@ int main(int argc, char **argv) {
         check_init_all();
         check_graph(comm, stream);
         check_errors(comm, stream);
+        check_group_errors(comm, stream);
+        check_issue_order(comm);
         check_asynchrony(stream);
     }
     NCCL(ncclCommDestroy(comm));

@@ -5,6 +5,7 @@
  * for it). */
 #include "standin_cuda.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,6 +8,7 @@
  * small free blocks can refuse a large allocation that a trim would let through, as CUDA's does. */
 #include "cuda_objects.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,12 @@ static int alloc_async_fails(void) {
     return rank && mine && strcmp(rank, mine) == 0;
 }
 
+static _Atomic size_t async_bytes, async_peak; /* held from cuMemAllocAsync to cuMemFreeAsync */
+
+size_t standin_async_memory_peak(void) {
+    return atomic_load(&async_peak);
+}
+
 /* Stream-ordered allocation from the pool of the stream's device: taken at once, given back to
  * the pool when the stream reaches the free. Inside a capture the free never runs: the memory
  * lives as long as the graph. */
@@ -216,6 +223,9 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream) {
         return result;
     }
     *dptr = (CUdeviceptr)base;
+    size_t now = atomic_fetch_add(&async_bytes, bytes) + bytes, peak = atomic_load(&async_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&async_peak, &peak, now))
+        ;
     return CUDA_SUCCESS;
 }
 
@@ -228,8 +238,12 @@ static void nothing(void *arg) {
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-    if (!scuda_memory_find((void *)dptr, NULL, NULL, NULL, NULL))
+    size_t bytes = 0;
+    if (!scuda_memory_find((void *)dptr, NULL, &bytes, NULL, NULL))
         return CUDA_ERROR_INVALID_VALUE;
+    size_t held = atomic_load(&async_bytes); /* saturating: cuMemAlloc's memory may be freed here */
+    while (!atomic_compare_exchange_weak(&async_bytes, &held, held > bytes ? held - bytes : 0))
+        ;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult result = cuStreamIsCapturing(stream, &status);
     if (result != CUDA_SUCCESS)

@@ -1,9 +1,13 @@
 /* The NCCL stand-in's communicators: unique ids (the name of a shared segment), init in every
  * form (blocking, nonblocking in a background thread, inside a group, InitAll, split), the
  * queries, finalize/destroy/abort, error strings and PreMulSum ops. A communicator's struct is
- * never freed (a graph may still name it); destroy unmaps its segment. Settings read at init:
- * NCCL_ALGO (ring or tree, default ring), NCCL_MAX_NCHANNELS (1 to 32, default 2),
- * NCCL_STANDIN_TIMEOUT (seconds a wait for peers may take, default 60). */
+ * never freed (a graph may still name it): destroy and abort unmap its segment and mark it
+ * dead, and any later call naming it is reported as the use after free it is natively (the
+ * process aborts). Settings read at init: NCCL_ALGO (ring or tree, default ring),
+ * NCCL_MAX_NCHANNELS (1 to 32, default 2), NCCL_STANDIN_TIMEOUT (seconds a wait for peers may
+ * take, default 60). NCCL_STANDIN_REPORT=1 prints, for tests, what each communicator did when
+ * it ends (messages sent and received, peers, collectives) and the process's peak of
+ * stream-ordered device memory at exit. */
 #include "nccl_internal.h"
 
 #include <stdio.h>
@@ -39,10 +43,76 @@ SNCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId *id) {
     return ncclSuccess;
 }
 
-struct ncclComm *snccl_comm_check(ncclComm_t comm) {
-    if (!comm || !scuda_handle_live(comm) || comm->magic != SNCCL_COMM_MAGIC)
+/* Communicators destroyed or aborted: addresses only, never dereferenced from here. */
+static pthread_mutex_t ended_lock = PTHREAD_MUTEX_INITIALIZER;
+static const void **ended_comms;
+static size_t ended_count, ended_capacity;
+
+static void note_ended(const struct ncclComm *comm) {
+    pthread_mutex_lock(&ended_lock);
+    if (ended_count == ended_capacity) {
+        size_t capacity = ended_capacity ? ended_capacity * 2 : 64;
+        const void **grown = realloc(ended_comms, capacity * sizeof *grown);
+        if (grown) {
+            ended_comms = grown;
+            ended_capacity = capacity;
+        }
+    }
+    if (ended_count < ended_capacity)
+        ended_comms[ended_count++] = comm;
+    pthread_mutex_unlock(&ended_lock);
+}
+
+static int was_ended(const void *handle) {
+    int found = 0;
+    pthread_mutex_lock(&ended_lock);
+    for (size_t i = 0; i < ended_count && !found; i++)
+        found = ended_comms[i] == handle;
+    pthread_mutex_unlock(&ended_lock);
+    return found;
+}
+
+struct ncclComm *snccl_comm_check_in(ncclComm_t comm, const char *api) {
+    if (!comm)
         return NULL;
-    return comm;
+    if (scuda_handle_live(comm) && comm->magic == SNCCL_COMM_MAGIC)
+        return comm;
+    if (was_ended(comm)) {
+        fprintf(stderr, "NCCL stand-in: %s: communicator %p used after ncclCommDestroy or ncclCommAbort (a use after free)\n",
+                api[0] == 'p' ? api + 1 : api, (void *)comm);
+        abort();
+    }
+    return NULL;
+}
+
+static int report_wanted(void) {
+    const char *value = getenv("NCCL_STANDIN_REPORT");
+    return value && *value && strcmp(value, "0") != 0;
+}
+
+static int world_rank(void) {
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank)
+        rank = getenv("PMI_RANK");
+    return rank ? atoi(rank) : -1;
+}
+
+/* What a communicator did (NCCL_STANDIN_REPORT=1), when it ends. */
+static void report_comm(const struct ncclComm *comm) {
+    if (!report_wanted())
+        return;
+    int peers = 0;
+    for (int q = 0; q < comm->nranks; q++)
+        peers += comm->counts.peers[q];
+    fprintf(stderr, "NCCL stand-in report: process %d comm rank %d of %d: sends %llu receives %llu peers %d collectives %llu\n",
+            world_rank(), comm->rank, comm->nranks, (unsigned long long)comm->counts.sends,
+            (unsigned long long)comm->counts.receives, peers, (unsigned long long)comm->counts.collectives);
+}
+
+__attribute__((destructor)) static void report_process(void) {
+    if (report_wanted())
+        fprintf(stderr, "NCCL stand-in report: process %d: peak stream-ordered device memory %zu bytes\n", world_rank(),
+                standin_async_memory_peak());
 }
 
 static int setting_int(const char *name, int fallback, int low, int high) {
@@ -274,24 +344,32 @@ SNCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t handle) {
     return ncclInProgress;
 }
 
+/* Destroy or abort: from here on the handle is dead. Abort first makes every wait of every
+ * rank give up; then the launches and bundles in flight end before the segment goes. */
 static ncclResult_t comm_end(ncclComm_t handle, int abort) {
-    struct ncclComm *comm = snccl_comm_check(handle);
+    struct ncclComm *comm = snccl_comm_check_in(handle, abort ? "ncclCommAbort" : "ncclCommDestroy");
     if (!comm)
         return ncclInvalidArgument;
+    note_ended(comm);
     scuda_handle_remove(comm);
     if (abort && comm->shared)
         snccl_abort_shared(comm);
     snccl_comm_wait_joined(comm);
     if (abort)
         snccl_abort_shared(comm);
+    pthread_mutex_lock(&comm->lock);
+    while (comm->launching > 0)
+        pthread_cond_wait(&comm->cond, &comm->lock);
+    pthread_mutex_unlock(&comm->lock);
     wait_pending(comm);
     pthread_mutex_lock(&comm->exec_lock);
     pthread_mutex_lock(&comm->lock);
     comm->dead = 1;
-    comm->magic = 0;
+    comm->magic = SNCCL_COMM_DEAD;
     snccl_segment_leave(comm);
     pthread_mutex_unlock(&comm->lock);
     pthread_mutex_unlock(&comm->exec_lock);
+    report_comm(comm);
     return ncclSuccess;
 }
 

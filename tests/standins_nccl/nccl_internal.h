@@ -1,7 +1,8 @@
 /* What the NCCL stand-in's files share. A communicator's ranks meet in one POSIX shared-memory
  * segment, named in the ncclUniqueId: a header of futex words, one mailbox per ordered pair of
  * ranks (send/recv), and two sets of collective slots (one per rank and one for the result),
- * used alternately so that one barrier a step is enough. Work runs on the caller's stream. */
+ * used alternately so that one barrier a step is enough. Work runs on the caller's stream, one
+ * communicator's work in the order it was issued whatever its streams (as NCCL orders it). */
 #ifndef STANDIN_NCCL_INTERNAL_H
 #define STANDIN_NCCL_INTERNAL_H
 
@@ -17,6 +18,7 @@
 #define SNCCL_MAILBOX_BYTES ((size_t)256 << 10) /* the ring buffer of one ordered pair */
 #define SNCCL_NAME_BYTES 64
 #define SNCCL_COMM_MAGIC 0x4e43434cU
+#define SNCCL_COMM_DEAD 0x44454144U /* destroyed or aborted: any later use is reported */
 
 struct snccl_shared { /* offset 0 of the segment; zero when created, which is the initial state */
     _Atomic uint32_t nranks;
@@ -26,6 +28,9 @@ struct snccl_shared { /* offset 0 of the segment; zero when created, which is th
     _Atomic uint32_t control; /* arrivals at host-side barriers, for split (futex word) */
     _Atomic uint32_t present[SNCCL_MAX_RANKS];
     _Atomic uint32_t doorbell[SNCCL_MAX_RANKS]; /* bumped when a mailbox of the rank moves */
+    /* hello[a][b]: rank a connected towards b (its first launch with b as a peer): a launch
+     * waits for the peers' hellos, as NCCL connects its transports at first use. */
+    _Atomic uint32_t hello[SNCCL_MAX_RANKS][SNCCL_MAX_RANKS];
     struct {
         int32_t color, key;
     } split[SNCCL_MAX_RANKS];
@@ -62,6 +67,12 @@ struct snccl_redop {
     const void *scalar_device;
 };
 
+/* What a communicator did, for tests (NCCL_STANDIN_REPORT=1 prints it when it ends). */
+struct snccl_counts {
+    uint64_t sends, receives, collectives;
+    unsigned char peers[SNCCL_MAX_RANKS]; /* 1: a message went to or came from that rank */
+};
+
 struct ncclComm {
     uint32_t magic;
     int rank, nranks, device, blocking;
@@ -71,13 +82,18 @@ struct ncclComm {
     char *base; /* the mapped segment */
     size_t bytes;
     struct snccl_shared *shared;
-    _Atomic int state; /* what ncclCommGetAsyncError reports */
+    _Atomic int state;  /* what ncclCommGetAsyncError reports */
+    _Atomic int broken; /* its communication failed (snccl_set_error): later bundles do nothing */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int joined; /* 0 while joining, 1 joined, -1 failed (lock) */
     int pending; /* bundles enqueued, not yet run (lock) */
     int dead;    /* destroyed or aborted (lock) */
-    pthread_mutex_t exec_lock; /* the comm's work runs one bundle at a time */
+    int launching; /* launches in progress (nonblocking: on their own thread) (lock) */
+    uint64_t issued, finished; /* bundle tickets: a bundle runs when finished == its ticket (lock) */
+    pthread_mutex_t exec_lock; /* held while a bundle runs, and by destroy */
+    unsigned char connected[SNCCL_MAX_RANKS]; /* peers this rank said hello to (the launcher's) */
+    struct snccl_counts counts; /* written by the bundle running (exec_lock) */
     uint32_t barrier_epoch, control_epoch, parity, splits;
     struct snccl_redop *redops;
     int redop_count;
@@ -120,8 +136,11 @@ ncclResult_t snccl_run_collective(struct ncclComm *comm, struct snccl_task *task
 ncclResult_t snccl_run_p2p(struct ncclComm *comm, struct snccl_task *tasks, size_t count);
 
 /* ---- nccl_comm.c ---- */
-/* The comm a handle names, if it is a live, usable communicator; else NULL. */
-struct ncclComm *snccl_comm_check(ncclComm_t comm);
+/* The comm a handle names, if it is a live, usable communicator; else NULL. A communicator
+ * already destroyed or aborted is a use after free: reported on stderr, and the process aborts
+ * (natively the memory is gone). `api` names the entry point. */
+struct ncclComm *snccl_comm_check_in(ncclComm_t comm, const char *api);
+#define snccl_comm_check(comm) snccl_comm_check_in(comm, __func__)
 /* Wait until the comm has joined: ncclSuccess, or why it did not. */
 ncclResult_t snccl_comm_wait_joined(struct ncclComm *comm);
 /* Fill task->op and its scalar from `op` for `task->type`: ncclInvalidArgument for an unknown,
@@ -135,6 +154,9 @@ ncclResult_t snccl_resolve_op(struct ncclComm *comm, ncclRedOp_t op, struct sncc
 
 /* ---- nccl_group.c ---- */
 int snccl_group_depth(void);
+/* Record `error` as the error of this thread's open group (NCCL's ncclGroupErrCheck): the
+ * outermost ncclGroupEnd then drops the whole group and returns it. Returns `error`. */
+ncclResult_t snccl_group_error(ncclResult_t error);
 /* A comm whose init began inside a group: the outermost ncclGroupEnd waits for it to join. */
 void snccl_group_note_init(struct ncclComm *comm);
 

@@ -61,6 +61,7 @@ void snccl_wake(_Atomic uint32_t *word) {
 
 void snccl_set_error(struct ncclComm *comm, ncclResult_t error, const char *message) {
     int expected = ncclSuccess;
+    atomic_store(&comm->broken, 1);
     if (atomic_compare_exchange_strong(&comm->state, &expected, error) ||
         (expected = ncclInProgress, atomic_compare_exchange_strong(&comm->state, &expected, error)))
         snprintf(comm->last_error, sizeof comm->last_error, "%s", message);

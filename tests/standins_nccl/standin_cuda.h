@@ -36,6 +36,11 @@ int standin_device_count(void);
  * taken to be built by this toolkit, as the shim's kernels are): CUDA_ERROR_UNSUPPORTED_PTX_VERSION. */
 int standin_driver_version(void);
 
+/* The most bytes of stream-ordered device memory (cuMemAllocAsync) held at once so far: an
+ * allocation counts until its cuMemFreeAsync is called (the pool may reuse it in stream order
+ * from then on). For tests that bound a library's scratch. */
+size_t standin_async_memory_peak(void);
+
 /* ---- internal to libcuda.so.1 ---- */
 
 /* A set of live handles, so that a destroyed or made-up handle gives an error, not a crash. */
