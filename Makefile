@@ -73,7 +73,6 @@ CUDA_INC  ?= /usr/local/cuda/include
 CONFIG := $(BUILD)/config
 CONFIG_ITEMS := cc openmpi mpich nvcc kernels cuda
 
-CC_PATH    = $(shell command -v $(CC) 2>/dev/null)
 CONFIG_cc      = $(CC_PATH): $(shell $(CC) --version 2>/dev/null | head -1); $(BASE) $(STRINGOPS) $(CFLAGS)
 CONFIG_openmpi = $(if $(filter openmpi,$(MPI_FAMILIES)),$(OMPI_HEADER) (from $(MPICC)): $(OMPI_INC),not built)
 CONFIG_mpich   = $(if $(filter mpich,$(MPI_FAMILIES)),$(MPICH_HEADER) (from $(MPICC_MPICH)): $(MPICH_INC),not built)
