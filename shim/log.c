@@ -30,7 +30,8 @@ int reprod_log_enabled(enum reprod_log_level level)
 static const char *const stderr_names[] = {"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"};
 
 /* Expand %h, %p, %r and %% of `pattern` into `path`. Returns 0, or -1 with the reason in why:
- * it does not fit, or the host name would add a directory to the path ("/", ".", ".."). */
+ * it does not fit, or the host name could add or leave a directory ("/", or empty or dots
+ * alone). */
 static int expand_pattern(const char *pattern, char *path, size_t path_bytes, char *why,
                           size_t why_bytes)
 {
@@ -42,9 +43,11 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes, ch
             if (*p == 'h') {
                 if (gethostname(piece, sizeof piece) != 0) strcpy(piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
-                if (strchr(piece, '/') || strcmp(piece, ".") == 0 || strcmp(piece, "..") == 0) {
+                /* With the pattern's own characters around it ("x/.%h./y"), an empty host name
+                 * or one of dots alone could still make "." or "..": refused too. */
+                if (strchr(piece, '/') || strspn(piece, ".") == strlen(piece)) {
                     char name[256];
-                    snprintf(why, why_bytes, "the host name %s (%%h) would add a directory",
+                    snprintf(why, why_bytes, "the host name %s (%%h) would add or leave a directory",
                              reprod_escape_text(piece, name, sizeof name));
                     return -1;
                 }

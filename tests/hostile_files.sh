@@ -111,10 +111,16 @@ C
 cc -shared -fPIC -o "$dir/libhost.so" "$dir/host.c" || fail "cannot build the gethostname stand-in"
 timeout -k 2 20 env FAKE_HOSTNAME="../victim/x" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/%h.log" \
     LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
-grep -q "warning: REPROD_LOG: cannot use $dir/logs/%h.log: the host name \.\./victim/x (%h) would add a directory" "$dir/err" ||
+grep -q "warning: REPROD_LOG: cannot use $dir/logs/%h.log: the host name \.\./victim/x (%h) would add or leave a directory" "$dir/err" ||
     fail "a host name with a slash was not refused: $(cat "$dir/err")"
 victim_untouched "%h with a slash"
-ok "a host name that would add a directory is refused: $(grep warning "$dir/err" | cut -c1-120)"
+# Nor does it leave one: an empty host name between the pattern's own dots would make "..".
+mkdir -p "$dir/logs/sub"
+timeout -k 2 20 env FAKE_HOSTNAME="" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/sub/.%h./up.log" \
+    LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
+[ ! -e "$dir/logs/up.log" ] && grep -q "the host name  (%h) would add or leave a directory" "$dir/err" ||
+    fail "an empty host name made '..' of '.%h.': $(ls "$dir/logs") $(cat "$dir/err")"
+ok "a host name that would add or leave a directory is refused: $(grep warning "$dir/err" | cut -c1-120)"
 
 # The named exceptions: the process's own stderr, without a warning.
 for name in /dev/stderr /dev/fd/2; do
