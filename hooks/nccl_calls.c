@@ -130,7 +130,11 @@ static ncclResult_t in_order(const struct nccl_call *call)
     if (nccl_rounds_hold(call->comm)) /* the shim's work on it is still in progress */
         return nccl_group_refuse(ncclInvalidArgument, call->stream);
     struct nccl_comm_info info;
-    if (nccl_group_defers() && nccl_call_check(call, &info) == 0 &&
+    /* A group's Send and Recv are deferred from its start: NCCL runs them together, and a shimmed
+     * call later in the group would otherwise split a pair over two real groups. */
+    int point_to_point = call->collective == NCCL_SEND || call->collective == NCCL_RECV;
+    if ((nccl_group_defers() || (point_to_point && nccl_group_open())) &&
+        nccl_call_check(call, &info) == 0 &&
         nccl_group_defer(call, &info, NULL) == ncclSuccess)
         return ncclSuccess;
     return nccl_group_note_result(nccl_call_issue(call));

@@ -188,6 +188,28 @@ REPROD_EXPORT ncclResult_t ncclGroupStart(void)
     return rc;
 }
 
+/* 1 when the list holds only calls the shim passes through (a group's Send and Recv, deferred
+ * from its start, and the calls after them). */
+static int all_passed_through(const struct nccl_work *works)
+{
+    for (const struct nccl_work *w = works; w; w = w->next)
+        if (!w->passthrough) return 0;
+    return 1;
+}
+
+/* The outermost end of a group that holds no shimmed call: its deferred calls go to NCCL's
+ * group still open, in the order they were made, as if never deferred. */
+static void issue_into_open_group(void)
+{
+    struct nccl_work *works = deferred_head;
+    deferred_head = deferred_tail = NULL;
+    for (struct nccl_work *w = works; w; w = w->next) {
+        nccl_group_note_result(nccl_call_issue(&w->call));
+        if (w->trace_reason) nccl_trace_call(&w->call, w->trace_reason); /* hashed at the end */
+    }
+    nccl_works_free(works);
+}
+
 /* The outermost end launches the real group first, then this thread's deferred calls. A
  * failed group (a call's error, or the library's at its end) runs none of them: the error. */
 REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
@@ -195,6 +217,9 @@ REPROD_EXPORT ncclResult_t ncclGroupEnd(void)
     const struct nccl_real *real = nccl_real();
     if (!real->GroupEnd) return nccl_missing("ncclGroupEnd", ncclSystemError);
     if (reprod_guard_active() || group_depth == 0) return real->GroupEnd();
+    if (group_depth == 1 && deferred_head && group_error == ncclSuccess &&
+        all_passed_through(deferred_head))
+        issue_into_open_group();
     ncclResult_t rc = real->GroupEnd();
     if (--group_depth > 0) return rc;
     struct nccl_work *works = deferred_head;

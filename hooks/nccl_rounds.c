@@ -5,9 +5,10 @@
  * that a communicator's calls run as they would ungrouped, whatever another rank grouped; the
  * communicators go in lockstep, so that a thread driving several GPUs' ranks never waits on a
  * rank it has not launched yet. A group's point-to-point calls on one communicator go together
- * in one round, at the place of the first: NCCL runs them together, and a receive may need the
- * send of the same group to progress (past the library's buffering they would wait on each
- * other in separate groups). A deterministic call takes its scratch at its first step and gives
+ * in its first round: NCCL runs them together, and a receive may need the send of the same
+ * group to progress (past the library's buffering they would wait on each other in separate
+ * groups); NCCL orders them against nothing else of the group, so ranks may place them
+ * differently. A deterministic call takes its scratch at its first step and gives
  * it back after its last: a group holds one call's scratch per communicator at a time.
  *
  * A communicator on which NCCL failed a call gets nothing more from the list; nor does one
@@ -38,9 +39,18 @@ static int point_to_point(const struct nccl_work *w)
     return w->passthrough && (w->collective == NCCL_SEND || w->collective == NCCL_RECV);
 }
 
-/* Mark the works that take a step in this round: each communicator's earliest unfinished work,
- * or, when that is a point-to-point call, all its unfinished point-to-point calls. Returns how
- * many. */
+/* 1 when `comm` has an unfinished point-to-point call in the list. */
+static int has_point_to_point(const struct nccl_work *works, ncclComm_t comm)
+{
+    for (const struct nccl_work *w = works; w; w = w->next)
+        if (!w->done && w->comm == comm && point_to_point(w)) return 1;
+    return 0;
+}
+
+/* Mark the works that take a step in this round: a communicator's unfinished point-to-point
+ * calls all together, first (NCCL orders a group's point-to-point calls against nothing else
+ * in it, so ranks may place them differently); then, one a round, its earliest unfinished
+ * work. Returns how many. */
 static int choose_turns(struct nccl_work *works)
 {
     int count = 0;
@@ -48,10 +58,14 @@ static int choose_turns(struct nccl_work *works)
         w->turn = 0;
     for (struct nccl_work *w = works; w; w = w->next) {
         if (w->done) continue;
-        struct nccl_work *first = works;
-        while (first != w && (first->done || first->comm != w->comm))
-            first = first->next;
-        w->turn = first == w || (point_to_point(w) && point_to_point(first));
+        if (has_point_to_point(works, w->comm)) {
+            w->turn = point_to_point(w);
+        } else {
+            struct nccl_work *first = works;
+            while (first != w && (first->done || first->comm != w->comm))
+                first = first->next;
+            w->turn = first == w;
+        }
         count += w->turn;
     }
     return count;

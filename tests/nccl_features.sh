@@ -20,7 +20,7 @@ use_standins
 # comes, then ncclCommAbort (watchdog), and the same on a blocking one aborted by another
 # thread while the call waits (watchdog-blocking): the stand-in aborts the process on any use
 # of a communicator after ncclCommAbort.
-scenarios="group threads split nonblocking graph large initall order premul-ranks bad bad-group p2p-after"
+scenarios="group threads split nonblocking graph large initall order premul-ranks bad bad-group p2p"
 for np in 2 3; do
     extra=
     [ "$np" = 3 ] && extra="watchdog watchdog-blocking"
@@ -70,7 +70,7 @@ ok "one rank out of scratch memory: the job stops (status $status) with $(grep -
 
 # Erroneous calls, alone and inside groups: the same codes as natively, no crash. The native
 # run (no shim) passes the same code checks: they are NCCL's (the stand-in's) answers.
-run_mpi 2 -x LD_LIBRARY_PATH -x NCCL_STANDIN_TIMEOUT=20 "$program" --native bad bad-group p2p-after nonblocking watchdog \
+run_mpi 2 -x LD_LIBRARY_PATH -x NCCL_STANDIN_TIMEOUT=20 "$program" --native bad bad-group p2p nonblocking watchdog \
     watchdog-blocking >"$out/native.bad" 2>"$out/err" || fail "native: $(cat "$out/native.bad") $(head -c 2000 "$out/err")"
 for kind in bad bad-group; do
     native_codes=$(grep "^$kind:" "$out/native.bad")

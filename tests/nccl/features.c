@@ -11,7 +11,8 @@
  *   premul-ranks  a PreMulSum scalar that differs between ranks (each scales its own input)
  *   order     a group's calls in their order; calls grouped on one rank only
  *   bad       erroneous calls: prints the error codes (compared with the native run's)
- *   p2p-after a group's Send and Recv after a shimmed all-reduce, past the stand-in's mailbox
+ *   p2p       a group's Send and Recv before, after and around a shimmed all-reduce, in an
+ *             order that may differ between ranks, past the stand-in's mailbox
  *   scratch   twelve grouped 4 MiB all-reduces (the script bounds the scratch held at once)
  *   bad-group a bad call inside a group: its code at once, the group dropped (codes printed)
  *   watchdog  the application's own timeout on a nonblocking communicator whose peer never
@@ -512,31 +513,47 @@ static void scenario_bad_group(ncclComm_t comm, cudaStream_t stream)
     cudaFree(x), cudaFree(y);
 }
 
-/* A group's Send and Recv after a shimmed all-reduce (issue 17 B3): NCCL runs a group's
- * point-to-point calls together; messages of 1.2 MB, past the stand-in's 256 KiB mailbox. */
-static void scenario_p2p_after(ncclComm_t comm, cudaStream_t stream)
+/* A group's Send and Recv around a shimmed all-reduce (issue 17 B3): NCCL runs a group's
+ * point-to-point calls together, wherever they stand in it; messages of 1.2 MB, past the
+ * stand-in's 256 KiB mailbox. `placement`, one letter a call in the group's order (S: Send,
+ * R: Recv, A: the all-reduce); "*" varies with the rank: even ranks Send, Recv, all-reduce, odd
+ * ones all-reduce, Recv, Send (NCCL does not order a group's point-to-point calls against its
+ * collectives). Without "A", a group of Send and Recv alone (PyTorch's batch_isend_irecv). */
+static void scenario_p2p(ncclComm_t comm, cudaStream_t stream, const char *placement)
 {
     size_t n = (size_t)1 << 20, m = 300000;
     int next = (rank + 1) % ranks, previous = (rank + ranks - 1) % ranks;
     float *x = device_contribution(100, rank, n), *out = device_contribution(101, rank, m), *in;
+    char name[64];
+    snprintf(name, sizeof name, "p2p-%s", placement);
+    if (strcmp(placement, "*") == 0) placement = rank % 2 ? "ARS" : "SRA";
     CHECK_CUDA(cudaMalloc((void **)&in, m * sizeof *in));
     CHECK_NCCL(ncclGroupStart());
-    expect_code("p2p-after all-reduce", ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
-                ncclSuccess);
-    expect_code("p2p-after send", ncclSend(out, m, ncclFloat32, next, comm, stream), ncclSuccess);
-    expect_code("p2p-after recv", ncclRecv(in, m, ncclFloat32, previous, comm, stream),
-                ncclSuccess);
-    expect_code("p2p-after ncclGroupEnd", ncclGroupEnd(), ncclSuccess);
+    for (const char *call = placement; *call; call++) {
+        ncclResult_t rc = *call == 'S'   ? ncclSend(out, m, ncclFloat32, next, comm, stream)
+                          : *call == 'R' ? ncclRecv(in, m, ncclFloat32, previous, comm, stream)
+                                         : ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream);
+        expect_code(name, rc, ncclSuccess);
+    }
+    expect_code(name, ncclGroupEnd(), ncclSuccess);
     float *hx = to_host(x, n, stream), *hin = to_host(in, m, stream);
-    check_sum("p2p-after all-reduce", hx, n, 100, all_ranks, ranks, 1.0f, 1, 61);
+    if (strchr(placement, 'A')) check_sum(name, hx, n, 100, all_ranks, ranks, 1.0f, 1, 61);
     for (size_t i = 0; i < m; i++)
         if (hin[i] != contribution(101, previous, i) && wrong++ < 20) {
-            fprintf(stderr, "rank %d: p2p-after: element %zu from rank %d is %a\n", rank, i,
+            fprintf(stderr, "rank %d: %s: element %zu from rank %d is %a\n", rank, name, i,
                     previous, hin[i]);
             break;
         }
     free(hx), free(hin);
     cudaFree(x), cudaFree(out), cudaFree(in);
+}
+
+/* Every placement of a group's Send and Recv around a shimmed all-reduce. */
+static void scenario_p2p_placements(ncclComm_t comm, cudaStream_t stream)
+{
+    const char *placements[] = {"ASR", "SAR", "RAS", "SRA", "*", "SR", "RS"};
+    for (size_t i = 0; i < sizeof placements / sizeof placements[0]; i++)
+        scenario_p2p(comm, stream, placements[i]);
 }
 
 /* Twelve grouped 4 MiB all-reduces (issue 17 B4): the script reads the stand-in's peak of
@@ -661,7 +678,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaStreamCreate(&stream));
     const char *all[] = {"group",     "threads", "split",    "nonblocking",  "graph",
                          "large",     "initall", "order",    "premul-ranks", "bad",
-                         "bad-group", "p2p-after"};
+                         "bad-group", "p2p"};
     const char **names = argc > 1 ? (const char **)argv + 1 : all;
     int count = argc > 1 ? argc - 1 : (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < count; i++) {
@@ -677,7 +694,7 @@ int main(int argc, char **argv)
         else if (strcmp(names[i], "order") == 0) scenario_order(comm, stream);
         else if (strcmp(names[i], "bad") == 0) scenario_bad(comm, stream);
         else if (strcmp(names[i], "bad-group") == 0) scenario_bad_group(comm, stream);
-        else if (strcmp(names[i], "p2p-after") == 0) scenario_p2p_after(comm, stream);
+        else if (strcmp(names[i], "p2p") == 0) scenario_p2p_placements(comm, stream);
         else if (strcmp(names[i], "scratch") == 0) scenario_scratch(comm, stream);
         else if (strcmp(names[i], "watchdog") == 0) scenario_watchdog(0);
         else if (strcmp(names[i], "watchdog-blocking") == 0) scenario_watchdog(1);
