@@ -56,6 +56,17 @@ second_in=$(echo "$hashes" | sed -n 2p | cut -d' ' -f1)
     fail "chain: the second all-reduce's input is not the first's output in the trace: $(grep count=5000 "$out/trace/rank0.trace")"
 ok "two chained in-place all-reduces in a group: the second's traced input is the first's output ($second_in)"
 
+# NCCL fails a call midway through a shimmed all-reduce of several pieces (the stand-in fails
+# the third call issued on the communicator, on every rank): the all-reduce returns NCCL's
+# error, and the shim issues nothing more on that communicator.
+run_mpi_shim 2 -x LD_LIBRARY_PATH -x REPROD_SCRATCH_MB=1 -x NCCL_STANDIN_REPORT=1 -x NCCL_STANDIN_FAIL_CALL=3 \
+    -x NCCL_STANDIN_TIMEOUT=20 "$program" fail-midway >"$out/fail" 2>&1 || fail "fail-midway: $(head -c 3000 "$out/fail")"
+grep -q '^ok: fail-midway$' "$out/fail" || fail "fail-midway: $(head -c 3000 "$out/fail")"
+after=$(sed -n 's/.*comm rank [0-9]* of 2: .* calls-after-error \([0-9]*\)$/\1/p' "$out/fail")
+[ "$(echo $after)" = "0 0" ] ||
+    fail "fail-midway: calls made on the communicator after NCCL failed one: '$after': $(grep report "$out/fail")"
+ok "NCCL failing a call midway through a shimmed all-reduce: its error returned, no call made on the communicator after it"
+
 # One rank without device memory for its scratch, nor pinned host memory to put it in: the job
 # stops with a message naming the call (the other ranks are already in it), never hangs.
 status=0

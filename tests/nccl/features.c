@@ -19,8 +19,10 @@
  *             comes, then ncclCommAbort (PyTorch's watchdog); watchdog-blocking: the same on a
  *             blocking communicator, aborted by another thread while the call waits
  *   chain     two chained in-place all-reduces in one group (the script reads their traces)
+ *   fail-midway  NCCL fails a call midway through a shimmed all-reduce (the script makes the
+ *             stand-in fail it, and reads how many calls came after)
  * Every return code is checked against NCCL's exact one. Usage: features [--native]
- * SCENARIO... (all but the last three when none is named; --native: the run without the
+ * SCENARIO... (when none is named, all but scratch, watchdog, chain and fail-midway; --native: the run without the
  * shim, where sums are NCCL's own: only codes and moved data are checked). Rank 0 prints
  * "ok: <scenario>".
  */
@@ -548,6 +550,23 @@ static void scenario_p2p(ncclComm_t comm, cudaStream_t stream, const char *place
     cudaFree(x), cudaFree(out), cudaFree(in);
 }
 
+/* A call of NCCL's failing midway through a shimmed all-reduce of several pieces (issue 17 B8:
+ * the script makes the stand-in fail the third call issued on the communicator, on every rank,
+ * and reads how many calls were made on it after that: none). The all-reduce returns NCCL's
+ * error. */
+static void scenario_fail_midway(ncclComm_t comm, cudaStream_t stream)
+{
+    size_t n = (size_t)1 << 20;
+    float *x = device_contribution(110, rank, n);
+    expect_code("fail-midway", ncclAllReduce(x, x, n, ncclFloat32, ncclSum, comm, stream),
+                ncclSystemError);
+    ncclResult_t state = ncclSuccess;
+    expect_code("fail-midway async error", ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    expect_code("fail-midway state", state, ncclSystemError);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    cudaFree(x);
+}
+
 /* Every placement of a group's Send and Recv around a shimmed all-reduce. */
 static void scenario_p2p_placements(ncclComm_t comm, cudaStream_t stream)
 {
@@ -699,6 +718,7 @@ int main(int argc, char **argv)
         else if (strcmp(names[i], "watchdog") == 0) scenario_watchdog(0);
         else if (strcmp(names[i], "watchdog-blocking") == 0) scenario_watchdog(1);
         else if (strcmp(names[i], "chain") == 0) scenario_chain(comm, stream);
+        else if (strcmp(names[i], "fail-midway") == 0) scenario_fail_midway(comm, stream);
         else {
             fprintf(stderr, "features: unknown scenario %s\n", names[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);

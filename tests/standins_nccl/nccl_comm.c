@@ -104,9 +104,12 @@ static void report_comm(const struct ncclComm *comm) {
     int peers = 0;
     for (int q = 0; q < comm->nranks; q++)
         peers += comm->counts.peers[q];
-    fprintf(stderr, "NCCL stand-in report: process %d comm rank %d of %d: sends %llu receives %llu peers %d collectives %llu\n",
+    fprintf(stderr,
+            "NCCL stand-in report: process %d comm rank %d of %d: sends %llu receives %llu peers %d collectives %llu "
+            "calls-after-error %llu\n",
             world_rank(), comm->rank, comm->nranks, (unsigned long long)comm->counts.sends,
-            (unsigned long long)comm->counts.receives, peers, (unsigned long long)comm->counts.collectives);
+            (unsigned long long)comm->counts.receives, peers, (unsigned long long)comm->counts.collectives,
+            (unsigned long long)atomic_load(&comm->calls_after_error));
 }
 
 __attribute__((destructor)) static void report_process(void) {

@@ -94,6 +94,9 @@ struct ncclComm {
     pthread_mutex_t exec_lock; /* held while a bundle runs, and by destroy */
     unsigned char connected[SNCCL_MAX_RANKS]; /* peers this rank said hello to (the launcher's) */
     struct snccl_counts counts; /* written by the bundle running (exec_lock) */
+    _Atomic uint64_t calls;             /* calls issued on it (NCCL_STANDIN_FAIL_CALL counts them) */
+    _Atomic uint64_t calls_after_error; /* of them, made once its communication had failed */
+    _Atomic int launch_failed;          /* a call failed at its launch (NCCL_STANDIN_FAIL_CALL) */
     uint32_t barrier_epoch, control_epoch, parity, splits;
     struct snccl_redop *redops;
     int redop_count;
