@@ -31,7 +31,7 @@ for np in 2 3; do
     run_mpi "$np" -x NCCL_STANDIN_REPORT=1 "$program" count >"$out" 2>&1 || fail "count at np $np: $(cat "$out")"
     peers=$((np == 2 ? 1 : 2))
     line=$(grep -m1 "process 0 comm rank 0 of $np:" "$out")
-    [ "$line" = "NCCL stand-in report: process 0 comm rank 0 of $np: sends 3 receives 3 peers $peers collectives 2" ] ||
+    [ "$line" = "NCCL stand-in report: process 0 comm rank 0 of $np: sends 3 receives 3 peers $peers collectives 2 calls-after-error 0" ] ||
         fail "count at np $np: $(grep 'stand-in report' "$out")"
     grep -q "process 0: peak stream-ordered device memory 4194304 bytes" "$out" ||
         fail "count at np $np: peak memory: $(grep 'stand-in report' "$out")"
