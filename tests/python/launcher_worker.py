@@ -1,6 +1,6 @@
 """A torchrun worker for tests/launchers.sh: joins the gloo group on localhost, seeds torch
 with 42 + its rank (the form policy rank is for), draws entropy, and prints its rank, pid and
-torch.initial_seed() on stdout."""
+torch.initial_seed() on stdout, in one write."""
 import os
 
 import torch
@@ -13,6 +13,7 @@ os.urandom(16)
 ones = torch.ones(4)
 dist.all_reduce(ones)
 assert ones.tolist() == [float(dist.get_world_size())] * 4
-print("worker rank %d pid %d initial_seed %d" % (rank, os.getpid(), torch.initial_seed()),
-      flush=True)
+# One write: the two workers share the agent's stdout, and an unbuffered print writes its end
+# apart (the other worker's line could come between).
+os.write(1, b"worker rank %d pid %d initial_seed %d\n" % (rank, os.getpid(), torch.initial_seed()))
 dist.destroy_process_group()
