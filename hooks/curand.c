@@ -22,10 +22,7 @@ REPROD_EXPORT curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_
                                                                 unsigned long long seed)
 {
     static const char api[] = "curandSetPseudoRandomGeneratorSeed";
-    REPROD_REAL(curandStatus_t(*)(curandGenerator_t, unsigned long long), real, api);
-    if (!real) {
-        REPROD_REAL_MISSING(api);
-        return CURAND_STATUS_INTERNAL_ERROR;
-    }
+    REPROD_REAL_OR_RETURN(curandStatus_t(*)(curandGenerator_t, unsigned long long), real, api,
+                          CURAND_STATUS_INTERNAL_ERROR);
     return real(generator, reprod_seed_replace64(api, seed));
 }

@@ -40,4 +40,14 @@ static inline void *reprod_real(_Atomic(void *) *slot, const char *name)
             reprod_log(REPROD_LOG_WARN, "warning: %s: the real function was not found", name);     \
     } while (0)
 
+/* REPROD_REAL, and when the real `name` was not found, REPROD_REAL_MISSING and return from the
+ * hook with the expression that follows (empty for a void hook): every hook's one way to meet
+ * a missing function. */
+#define REPROD_REAL_OR_RETURN(type, variable, name, ...)                                           \
+    REPROD_REAL(type, variable, name);                                                             \
+    if (!variable) {                                                                               \
+        REPROD_REAL_MISSING(name);                                                                 \
+        return __VA_ARGS__;                                                                        \
+    }
+
 #endif /* REPROD_HOOKS_REAL_H */

@@ -34,52 +34,35 @@ static void x48_to(uint64_t value, unsigned short x[3])
 
 REPROD_EXPORT void srand(unsigned int seed)
 {
-    REPROD_REAL(void (*)(unsigned int), real, "srand");
-    if (real)
-        real(reprod_seed_replace32("srand", seed));
-    else
-        REPROD_REAL_MISSING("srand");
+    REPROD_REAL_OR_RETURN(void (*)(unsigned int), real, "srand", );
+    real(reprod_seed_replace32("srand", seed));
 }
 
 REPROD_EXPORT void srandom(unsigned int seed)
 {
-    REPROD_REAL(void (*)(unsigned int), real, "srandom");
-    if (real)
-        real(reprod_seed_replace32("srandom", seed));
-    else
-        REPROD_REAL_MISSING("srandom");
+    REPROD_REAL_OR_RETURN(void (*)(unsigned int), real, "srandom", );
+    real(reprod_seed_replace32("srandom", seed));
 }
 
 REPROD_EXPORT char *initstate(unsigned int seed, char *state, size_t state_bytes)
 {
-    REPROD_REAL(char *(*)(unsigned int, char *, size_t), real, "initstate");
-    if (!real) {
-        REPROD_REAL_MISSING("initstate");
-        return NULL;
-    }
+    REPROD_REAL_OR_RETURN(char *(*)(unsigned int, char *, size_t), real, "initstate", NULL);
     return real(reprod_seed_replace32("initstate", seed), state, state_bytes);
 }
 
 /* srand48 takes a long, but glibc keeps only its low 32 bits: a 32-bit seed. */
 REPROD_EXPORT void srand48(long seed)
 {
-    REPROD_REAL(void (*)(long), real, "srand48");
-    if (real)
-        real((long)reprod_seed_replace32("srand48", (uint32_t)seed));
-    else
-        REPROD_REAL_MISSING("srand48");
+    REPROD_REAL_OR_RETURN(void (*)(long), real, "srand48", );
+    real((long)reprod_seed_replace32("srand48", (uint32_t)seed));
 }
 
 /* The caller's array is read, never written: the real function gets a derived copy. The X
  * handed back is remembered, so that passing it back restores it. */
 REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 {
-    REPROD_REAL(unsigned short *(*)(unsigned short *), real, "seed48");
+    REPROD_REAL_OR_RETURN(unsigned short *(*)(unsigned short *), real, "seed48", NULL);
     unsigned short derived[3];
-    if (!real) {
-        REPROD_REAL_MISSING("seed48");
-        return NULL;
-    }
     x48_to(reprod_seed_replace48("seed48", x48_from(seed)), derived);
     unsigned short *previous = real(derived);
     if (previous) reprod_seed_note_handed_out48(x48_from(previous));
@@ -89,12 +72,8 @@ REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 /* param[0..2] is the seed X; the multiplier param[3..5] and addend param[6] are kept. */
 REPROD_EXPORT void lcong48(unsigned short param[7])
 {
-    REPROD_REAL(void (*)(unsigned short *), real, "lcong48");
+    REPROD_REAL_OR_RETURN(void (*)(unsigned short *), real, "lcong48", );
     unsigned short derived[7];
-    if (!real) {
-        REPROD_REAL_MISSING("lcong48");
-        return;
-    }
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48", x48_from(param)), derived);
     real(derived);
@@ -102,11 +81,8 @@ REPROD_EXPORT void lcong48(unsigned short param[7])
 
 REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
 {
-    REPROD_REAL(int (*)(unsigned int, struct random_data *), real, "srandom_r");
-    if (!real) {
-        REPROD_REAL_MISSING("srandom_r");
-        return errno = ENOSYS, -1;
-    }
+    REPROD_REAL_OR_RETURN(int (*)(unsigned int, struct random_data *), real, "srandom_r",
+                          errno = ENOSYS, -1);
     unsigned int derived = reprod_seed_replace32("srandom_r", seed);
     return real(derived, buffer);
 }
@@ -114,34 +90,25 @@ REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
 REPROD_EXPORT int initstate_r(unsigned int seed, char *state, size_t state_bytes,
                               struct random_data *buffer)
 {
-    REPROD_REAL(int (*)(unsigned int, char *, size_t, struct random_data *), real, "initstate_r");
-    if (!real) {
-        REPROD_REAL_MISSING("initstate_r");
-        return errno = ENOSYS, -1;
-    }
+    REPROD_REAL_OR_RETURN(int (*)(unsigned int, char *, size_t, struct random_data *), real,
+                          "initstate_r", errno = ENOSYS, -1);
     unsigned int derived = reprod_seed_replace32("initstate_r", seed);
     return real(derived, state, state_bytes, buffer);
 }
 
 REPROD_EXPORT int srand48_r(long seed, struct drand48_data *buffer)
 {
-    REPROD_REAL(int (*)(long, struct drand48_data *), real, "srand48_r");
-    if (!real) {
-        REPROD_REAL_MISSING("srand48_r");
-        return errno = ENOSYS, -1;
-    }
+    REPROD_REAL_OR_RETURN(int (*)(long, struct drand48_data *), real, "srand48_r", errno = ENOSYS,
+                          -1);
     long derived = (long)reprod_seed_replace32("srand48_r", (uint32_t)seed);
     return real(derived, buffer);
 }
 
 REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
 {
-    REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "seed48_r");
+    REPROD_REAL_OR_RETURN(int (*)(unsigned short *, struct drand48_data *), real, "seed48_r",
+                          errno = ENOSYS, -1);
     unsigned short derived[3];
-    if (!real) {
-        REPROD_REAL_MISSING("seed48_r");
-        return errno = ENOSYS, -1;
-    }
     x48_to(reprod_seed_replace48("seed48_r", x48_from(seed)), derived);
     int status = real(derived, buffer);
     if (status == 0) reprod_seed_note_handed_out48(x48_from(buffer->__old_x));
@@ -150,12 +117,9 @@ REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
 
 REPROD_EXPORT int lcong48_r(unsigned short param[7], struct drand48_data *buffer)
 {
-    REPROD_REAL(int (*)(unsigned short *, struct drand48_data *), real, "lcong48_r");
+    REPROD_REAL_OR_RETURN(int (*)(unsigned short *, struct drand48_data *), real, "lcong48_r",
+                          errno = ENOSYS, -1);
     unsigned short derived[7];
-    if (!real) {
-        REPROD_REAL_MISSING("lcong48_r");
-        return errno = ENOSYS, -1;
-    }
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48_r", x48_from(param)), derived);
     return real(derived, buffer);
