@@ -22,7 +22,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,23 +90,13 @@ ncclResult_t nccl_missing(const char *name, ncclResult_t code)
 
 const char *nccl_unsupported_reason(void)
 {
-    static const struct {
-        size_t offset;
-        const char *reason;
-    } issued[] = {
-        {offsetof(struct nccl_real, Send), "the loaded NCCL lacks ncclSend"},
-        {offsetof(struct nccl_real, Recv), "the loaded NCCL lacks ncclRecv"},
-        {offsetof(struct nccl_real, AllGather), "the loaded NCCL lacks ncclAllGather"},
-        {offsetof(struct nccl_real, Broadcast), "the loaded NCCL lacks ncclBroadcast"},
-        {offsetof(struct nccl_real, GroupStart), "the loaded NCCL lacks ncclGroupStart"},
-        {offsetof(struct nccl_real, GroupEnd), "the loaded NCCL lacks ncclGroupEnd"},
-    };
-    const struct nccl_real *real = nccl_real();
-    for (size_t i = 0; i < sizeof issued / sizeof issued[0]; i++) {
-        void *function;
-        memcpy(&function, (const char *)real + issued[i].offset, sizeof function);
-        if (function == NULL) return issued[i].reason;
-    }
+    const struct nccl_real *real = nccl_real(); /* what the deterministic path issues */
+    if (!real->Send) return "the loaded NCCL lacks ncclSend";
+    if (!real->Recv) return "the loaded NCCL lacks ncclRecv";
+    if (!real->AllGather) return "the loaded NCCL lacks ncclAllGather";
+    if (!real->Broadcast) return "the loaded NCCL lacks ncclBroadcast";
+    if (!real->GroupStart) return "the loaded NCCL lacks ncclGroupStart";
+    if (!real->GroupEnd) return "the loaded NCCL lacks ncclGroupEnd";
     return reprod_cuda_unready_reason();
 }
 
@@ -412,8 +401,8 @@ REPROD_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nc
     int known = nccl_comm_lookup(comm, &parent) == 0;
     int blocking = config ? config_blocking(config) : (known ? parent.blocking : 1);
     ncclResult_t rc = real->CommSplit(comm, color, key, newcomm, config);
-    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm &&
-        *newcomm) /* the parent's device */
+    /* The child is on its parent's device. */
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm && *newcomm)
         nccl_comm_remember(*newcomm, -1, -1, blocking,
                            known ? parent.device : REPROD_CUDA_CURRENT_DEVICE);
     return rc;
