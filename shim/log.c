@@ -47,7 +47,8 @@ static int expand_pattern(const char *pattern, char *path, size_t path_bytes, ch
                  * or one of dots alone could still make "." or "..": refused too. */
                 if (strchr(piece, '/') || strspn(piece, ".") == strlen(piece)) {
                     char name[256];
-                    snprintf(why, why_bytes, "the host name %s (%%h) would add or leave a directory",
+                    snprintf(why, why_bytes,
+                             "the host name %s (%%h) would add or leave a directory",
                              reprod_escape_text(piece, name, sizeof name));
                     return -1;
                 }
@@ -92,9 +93,7 @@ static void write_line(int fd, const char *format, va_list arguments)
     (void)ignored;
 }
 
-/* A warning about the log itself: it goes to stderr, where the messages now go too. */
-static void warn_on_stderr(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static void warn_on_stderr(const char *format, ...)
+void reprod_log_stderr(const char *format, ...)
 {
     va_list arguments;
     va_start(arguments, format);
@@ -118,8 +117,8 @@ static void open_log(void)
     else
         snprintf(path, sizeof path, "%s", pattern);
     if (fd < 0)
-        warn_on_stderr("warning: REPROD_LOG: cannot use %s: %s; messages go to stderr",
-                       reprod_escape_text(path, shown, sizeof shown), why);
+        reprod_log_stderr("warning: REPROD_LOG: cannot use %s: %s; messages go to stderr",
+                          reprod_escape_text(path, shown, sizeof shown), why);
     log_fd = fd >= 0 ? fd : STDERR_FILENO;
 }
 

@@ -24,6 +24,10 @@ int reprod_log_enabled(enum reprod_log_level level);
 void reprod_log(enum reprod_log_level level, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Write one line as reprod_log does, but to stderr and whatever the settings say: a warning
+ * about the log itself, or one that a silent process (a launcher) must still give. */
+void reprod_log_stderr(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
 /* Forget the open log file, so that the next line reopens it (the fork child: %p changed). */
 void reprod_log_reset_after_fork(void);
 

@@ -26,20 +26,15 @@ static _Atomic(const char *) assumed_rank_api;
 
 /* A process taken for a launcher (launcher.h) that starts MPI or NCCL is a rank after all,
  * run natively: say so once on stderr (the log is silent there), rather than stay silent. */
-static void warn_if_launcher(int rank)
+static void warn_if_launcher(void)
 {
     static atomic_flag warned = ATOMIC_FLAG_INIT;
     const char *launcher = reprod_config()->launcher;
     if (!launcher || atomic_flag_test_and_set(&warned)) return;
-    char line[512];
-    int length = snprintf(line, sizeof line,
-                          "reprod[%d]: warning: this process runs %s, which the shim takes for a "
-                          "launcher and leaves as it is, yet it started MPI or NCCL: its "
-                          "reductions and seeds are the library's own, not made reproducible\n",
-                          rank, launcher);
-    if (length <= 0) return;
-    ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
-    (void)ignored;
+    reprod_log_stderr("warning: this process runs %s, which the shim takes for a launcher and "
+                      "leaves as it is, yet it started MPI or NCCL: its reductions and seeds are "
+                      "the library's own, not made reproducible",
+                      launcher);
 }
 
 /* Parse a non-negative int, or return -1. */
@@ -79,7 +74,7 @@ void reprod_rank_set_from_library(int rank, int world_size)
     atomic_store(&current_rank, rank);
     atomic_store(&current_size, world_size);
     atomic_store(&current_source, REPROD_RANK_FROM_LIBRARY);
-    warn_if_launcher(rank);
+    warn_if_launcher();
     const char *api = atomic_exchange(&assumed_rank_api, NULL);
     if (api && rank != 0)
         reprod_log(REPROD_LOG_WARN,

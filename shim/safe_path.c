@@ -35,12 +35,6 @@ static int check_directory(int fd, const char *path, size_t length, char *why, s
                  reason);
         return -1;
     }
-    if (S_ISLNK(status.st_mode)) {
-        snprintf(why, why_bytes,
-                 "%s is a symbolic link, and none is followed (name the directory it points to)",
-                 shown(path, length, name, sizeof name));
-        return -1;
-    }
     if (!S_ISDIR(status.st_mode)) {
         snprintf(why, why_bytes, "%s is not a directory", shown(path, length, name, sizeof name));
         return -1;

@@ -327,7 +327,6 @@ static uint64_t replace(const char *api, enum reprod_seed_width width, uint64_t 
     if (reprod_guard_active()) return seed; /* the shim's own call, or one from inside it */
     struct seed_context context;
     seed_context_get(&context);
-    if (reprod_config()->launcher) return seed; /* left as it is: not counted, not traced */
     uint64_t result = seed;
     if (context.policy == REPROD_SEED_OFF) {
         result = derive(width, seed, &context);

@@ -254,6 +254,7 @@ void reprod_stats_summary(void)
     for (int i = 0; i < REPROD_PASS_REASON_COUNT; i++)
         passed += atomic_load(&pass_calls[i]);
     uint64_t audited = atomic_load(&audited_calls), seeds = atomic_load(&seed_calls);
+    const char *device = reprod_cuda_path_word(); /* where device reductions ran (cuda.h) */
     if (exact + ordered + passed + audited + seeds == 0) return;
     if (atomic_flag_test_and_set(&summary_written)) return;
     audit_summary();
@@ -280,17 +281,16 @@ void reprod_stats_summary(void)
                          family_names[f], (unsigned long long)made, (unsigned long long)kept);
         if (n > 0) families_used += (size_t)n;
     }
-    reprod_log(
-        REPROD_LOG_INFO,
-        "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
-        "by family: %s; %llu seeding calls; "
-        "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic%s%s",
-        (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
-        used ? " (" : "", reasons_text, used ? ")" : "", families_used ? families_text : "none",
-        (unsigned long long)seeds, (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
-        (double)atomic_load(&shim_time_ns) / 1e6, (double)atomic_load(&engine_time_ns) / 1e6,
-        reprod_cuda_path_word() ? "; device reductions: " : "",
-        reprod_cuda_path_word() ? reprod_cuda_path_word() : "");
+    reprod_log(REPROD_LOG_INFO,
+               "summary: %llu calls exact, %llu ordered, %llu passed through%s%s%s; "
+               "by family: %s; %llu seeding calls; "
+               "%.1f MiB reduced; %.3f ms in reproducible calls, %.3f ms of it arithmetic%s%s",
+               (unsigned long long)exact, (unsigned long long)ordered, (unsigned long long)passed,
+               used ? " (" : "", reasons_text, used ? ")" : "",
+               families_used ? families_text : "none", (unsigned long long)seeds,
+               (double)atomic_load(&path_bytes) / (1024.0 * 1024.0),
+               (double)atomic_load(&shim_time_ns) / 1e6, (double)atomic_load(&engine_time_ns) / 1e6,
+               device ? "; device reductions: " : "", device ? device : "");
 }
 
 void reprod_stats_reset(void)
