@@ -58,14 +58,8 @@ grep -q 'REPROD_LOG: cannot use /proc/none/\\x1b\]0;title\\x07\\r\\nreprod\[0\]:
 ok "REPROD_LOG in a warning: $(grep -F 'REPROD_LOG' "$dir/err" | cut -c1-100)..."
 
 # The host name of %h (a stand-in for gethostname preloaded before the shim).
-cat >"$dir/host.c" <<'C'
-#include <stdlib.h>
-#include <string.h>
-int gethostname(char *name, size_t length) { strncpy(name, getenv("FAKE_HOSTNAME"), length); return 0; }
-C
-cc -shared -fPIC -o "$dir/libhost.so" "$dir/host.c" || fail "cannot build the gethostname stand-in"
-timeout -k 2 20 env FAKE_HOSTNAME=$'node\e[8m\n'"$forged" REPROD_LOG=/proc/none/%h.log REPROD_VERBOSE=1 \
-    LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err"
+with_host_name $'node\e[8m\n'"$forged" REPROD_LOG=/proc/none/%h.log REPROD_VERBOSE=1 \
+    "$PROBE" calls >/dev/null 2>"$dir/err"
 clean "$dir/err" "a host name in REPROD_LOG's warning"
 grep -q 'cannot use /proc/none/node\\x1b\[8m\\nreprod\[0\]: counts: pid=1 exact=7 MPI.made=7.log' "$dir/err" ||
     fail "the host name is not shown escaped: $(cat "$dir/err")"

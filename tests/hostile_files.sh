@@ -103,21 +103,15 @@ ok "a new log in a sticky world-writable directory is written"
 
 # %h never adds a directory: a host name with a slash is refused (the host name comes from a
 # stand-in for gethostname preloaded before the shim).
-cat >"$dir/host.c" <<'C'
-#include <stdlib.h>
-#include <string.h>
-int gethostname(char *name, size_t length) { strncpy(name, getenv("FAKE_HOSTNAME"), length); return 0; }
-C
-cc -shared -fPIC -o "$dir/libhost.so" "$dir/host.c" || fail "cannot build the gethostname stand-in"
-timeout -k 2 20 env FAKE_HOSTNAME="../victim/x" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/%h.log" \
-    LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
+with_host_name "../victim/x" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/%h.log" "$PROBE" calls \
+    >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
 grep -q "warning: REPROD_LOG: cannot use $dir/logs/%h.log: the host name \.\./victim/x (%h) would add or leave a directory" "$dir/err" ||
     fail "a host name with a slash was not refused: $(cat "$dir/err")"
 victim_untouched "%h with a slash"
 # Nor does it leave one: an empty host name between the pattern's own dots would make "..".
 mkdir -p "$dir/logs/sub"
-timeout -k 2 20 env FAKE_HOSTNAME="" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/sub/.%h./up.log" \
-    LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$dir/libhost.so:$SHIM" "$PROBE" calls >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
+with_host_name "" REPROD_VERBOSE=2 REPROD_LOG="$dir/logs/sub/.%h./up.log" "$PROBE" calls \
+    >/dev/null 2>"$dir/err" || fail "probe: $(cat "$dir/err")"
 [ ! -e "$dir/logs/up.log" ] && grep -q "the host name  (%h) would add or leave a directory" "$dir/err" ||
     fail "an empty host name made '..' of '.%h.': $(ls "$dir/logs") $(cat "$dir/err")"
 ok "a host name that would add or leave a directory is refused: $(grep warning "$dir/err" | cut -c1-120)"

@@ -212,7 +212,7 @@ torchrun_job() { # NAME LAUNCHER...
         fail "$name: expected the traces of ranks 0 and 1: $(ls "$dir/$name")"
     for rank in 0 1; do
         local seed
-        seed=$("$PYTHON" -S "$ROOT/tests/seed_reference.py" rank $rank 64 $((42 + rank)))
+        seed=$(derive rank $rank 64 $((42 + rank)))
         grep -q "^worker rank $rank pid [0-9]* initial_seed $seed$" "$dir/$name.out" ||
             fail "$name: worker $rank not seeded with $seed: $(cat "$dir/$name.out")"
         grep -q "^\[default$rank\]:reprod\[$rank\]: warning: REPROD_ENTROPY=7: getrandom" "$dir/$name.err" ||

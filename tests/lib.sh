@@ -25,6 +25,22 @@ use_standins() {
     export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
 
+# derive POLICY RANK WIDTH SEED (or "-": one "POLICY RANK WIDTH SEED" a line on stdin): the seed
+# the shim must hand the real function, computed without the shim from README's formula
+# (tests/seed_reference.py): what the seeding tests compare with.
+derive() {
+    "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"
+}
+
+# with_host_name NAME [VAR=VALUE...] PROGRAM ARGS...: run PROGRAM under the shim with gethostname
+# answering NAME (tests/standins/gethostname.c, preloaded before the shim), bounded in time.
+with_host_name() {
+    local name=$1 standin=$BUILD/tests/standins/libgethostname.so
+    shift
+    [ -f "$standin" ] || fail "$standin is not built"
+    timeout -k 2 20 env FAKE_HOSTNAME="$name" LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$standin:$SHIM" "$@"
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1

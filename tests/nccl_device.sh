@@ -96,9 +96,12 @@ ok "a shim built without nvcc: the host path, exact, and why"
 
 # A library lacking a function the shim wants: the shim passes the reductions through (the
 # native bits) and names the function; an optional one changes only the way.
+# lacking NAME: the stand-ins with the build that lacks NAME first, for `run`'s settings.
+lacking() {
+    echo "LD_LIBRARY_PATH=$BUILD/standins/without-$1:$standins"
+}
 for missing in cuMemAllocAsync ncclSend; do
-    export LD_LIBRARY_PATH=$BUILD/standins/without-$missing:$standins
-    run "no-$missing" -- group-end 3
+    run "no-$missing" "$(lacking $missing)" -- group-end 3
     [ "$(digest "$out/no-$missing")" = "$(digest "$out/native")" ] ||
         fail "without $missing: not the native results: $(cat "$out/no-$missing") natively $(cat "$out/native")"
     logged "no-$missing" "lacks $missing"
@@ -106,21 +109,17 @@ for missing in cuMemAllocAsync ncclSend; do
         fail "without $missing: the calls are not counted as passed through: $(grep counts "$out/no-$missing.log")"
 done
 ok "a libcuda without cuMemAllocAsync, a libnccl without ncclSend: passed through with the native results, the function named"
-export LD_LIBRARY_PATH=$BUILD/standins/without-ncclCommCuDevice:$standins
-run no-device -- group-end 3
+run no-device "$(lacking ncclCommCuDevice)" -- group-end 3
 exact no-device
 logged no-device "lacks ncclCommCuDevice"
-export LD_LIBRARY_PATH=$BUILD/standins/without-cuMemPoolTrimTo:$standins
-run no-trim STANDIN_DEVICE_MEMORY_MB=64 REPROD_SCRATCH_MB=8 -- pool-trim 3
+run no-trim "$(lacking cuMemPoolTrimTo)" STANDIN_DEVICE_MEMORY_MB=64 REPROD_SCRATCH_MB=8 -- pool-trim 3
 exact no-trim
 logged no-trim "is in pinned host memory"
 ok "a libnccl without ncclCommCuDevice (each device from its init), a libcuda without cuMemPoolTrimTo (pinned host scratch): exact"
-export LD_LIBRARY_PATH=$BUILD/standins/without-ncclRedOpCreatePreMulSum:$standins
-run no-premul -- premul-op 3
+run no-premul "$(lacking ncclRedOpCreatePreMulSum)" -- premul-op 3
 grep -q "^premul-op code=2$" "$out/no-premul" || fail "a hook without its real function: $(cat "$out/no-premul")"
 logged no-premul "no loaded NCCL library defines ncclRedOpCreatePreMulSum"
 ok "a hooked function the library lacks: NCCL's error code (2), logged, never a call through NULL"
-export LD_LIBRARY_PATH=$standins
 
 # libnccl loaded with dlmopen into a namespace of its own, looked up with dlsym: the shim's
 # hooks serve only its own namespace, so the library's own functions answer.

@@ -11,7 +11,6 @@ PROGS=$BUILD/tests/progs
 for program in seed_curand; do
     [ -x "$PROGS/$program" ] || fail "$PROGS/$program is not built"
 done
-derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 
 libraries=("$BUILD/tests/standins/libcurand.so")
 [ -f "${libraries[0]}" ] || fail "${libraries[0]} is not built"

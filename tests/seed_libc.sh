@@ -22,7 +22,6 @@ S48=1234567 # the X of seed48 and lcong48
 APIS="srand srandom initstate srand48 seed48 lcong48 initstate_r srandom_r srand48_r seed48_r
 lcong48_r"
 
-derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 shimmed() { env LD_PRELOAD="$PRELOAD" "$@"; }
 
 # What a run without the shim prints when seeded as the shim would seed on RANK under POLICY.

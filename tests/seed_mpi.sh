@@ -12,7 +12,6 @@ AFTER_INIT=$BUILD/tests/mpi/seed_after_init
 for program in "$PROGS/seed_libc" "$AFTER_INIT"; do
     [ -x "$program" ] || fail "$program is not built"
 done
-derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

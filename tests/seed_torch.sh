@@ -16,7 +16,6 @@ STANDIN=$BUILD/tests/standins/libtorchcuda.so
 for program in "$PROGS/seed_torch_standin" "$STANDIN"; do
     [ -e "$program" ] || fail "$program is not built"
 done
-derive() { "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"; } # POLICY RANK WIDTH SEED (README's formula)
 
 # CUDA generator semantics, on the stand-in (no GPU needed).
 SEED=42

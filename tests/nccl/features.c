@@ -613,9 +613,13 @@ static ncclComm_t fresh_comm(int blocking)
     return comm;
 }
 
+/* Long enough for the main thread to be waiting in its call on a loaded machine (sanitizers, 2
+ * cores, 3 oversubscribed ranks), short of the stand-in's own timeout (the script's 20 s). */
+#define WATCHDOG_SECONDS 4
+
 struct watchdog {
     ncclComm_t comm;
-    _Atomic int calling; /* the main thread is about to call: a second from then, abort */
+    _Atomic int calling; /* the main thread is about to call: WATCHDOG_SECONDS later, abort */
 };
 
 static void *watchdog_main(void *argument)
@@ -623,7 +627,7 @@ static void *watchdog_main(void *argument)
     struct watchdog *watchdog = argument;
     while (!atomic_load(&watchdog->calling))
         usleep(1000);
-    usleep(1000 * 1000);
+    sleep(WATCHDOG_SECONDS);
     expect_code("ncclCommAbort from the watchdog thread", ncclCommAbort(watchdog->comm),
                 ncclSuccess);
     return NULL;

@@ -22,12 +22,16 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct allocation *table;
 static size_t table_count, table_capacity;
 
-/* Fault injection for tests: STANDIN_FAIL_HOST_ALLOC_RANK=r makes pinned host allocations fail in
- * the process whose OMPI_COMM_WORLD_RANK is r (out of memory). */
-static int host_alloc_fails(void) {
-    const char *rank = getenv("STANDIN_FAIL_HOST_ALLOC_RANK");
+int scuda_fault_here(const char *variable) {
+    const char *rank = getenv(variable);
     const char *mine = getenv("OMPI_COMM_WORLD_RANK");
     return rank && mine && strcmp(rank, mine) == 0;
+}
+
+/* Fault injection for tests: STANDIN_FAIL_HOST_ALLOC_RANK=r makes pinned host allocations fail in
+ * the process of rank r (out of memory). */
+static int host_alloc_fails(void) {
+    return scuda_fault_here("STANDIN_FAIL_HOST_ALLOC_RANK");
 }
 
 CUresult scuda_memory_record(void *base, size_t bytes, enum scuda_memory_kind kind, int device, size_t reserved,

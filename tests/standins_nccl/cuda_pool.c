@@ -188,11 +188,9 @@ static CUresult pool_take(int device, size_t bytes, void **base, size_t *reserve
 }
 
 /* Fault injection for tests: STANDIN_FAIL_ALLOC_ASYNC_RANK=r makes the stream-ordered
- * allocation fail in the process whose OMPI_COMM_WORLD_RANK is r (out of device memory). */
+ * allocation fail in the process of rank r (out of device memory). */
 static int alloc_async_fails(void) {
-    const char *rank = getenv("STANDIN_FAIL_ALLOC_ASYNC_RANK");
-    const char *mine = getenv("OMPI_COMM_WORLD_RANK");
-    return rank && mine && strcmp(rank, mine) == 0;
+    return scuda_fault_here("STANDIN_FAIL_ALLOC_ASYNC_RANK");
 }
 
 static _Atomic size_t async_bytes, async_peak; /* held from cuMemAllocAsync to cuMemFreeAsync */

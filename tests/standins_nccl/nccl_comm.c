@@ -140,6 +140,7 @@ static struct ncclComm *comm_new(int nranks, int rank, const char *name, int blo
     comm->tree = algo && !strncasecmp(algo, "tree", 4);
     comm->channels = setting_int("NCCL_MAX_NCHANNELS", 2, 1, 32);
     comm->timeout_s = setting_int("NCCL_STANDIN_TIMEOUT", 60, 1, 1 << 20);
+    comm->failing_call = (uint64_t)setting_int("NCCL_STANDIN_FAIL_CALL", 0, 0, 1 << 30);
     snprintf(comm->name, sizeof comm->name, "%s", name);
     atomic_init(&comm->state, ncclInProgress);
     pthread_mutex_init(&comm->lock, NULL);

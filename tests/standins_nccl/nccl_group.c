@@ -391,15 +391,6 @@ static ncclResult_t check(struct snccl_task *task, struct ncclComm *comm, cudaSt
     return ncclSuccess;
 }
 
-/* Fault injection for tests: NCCL_STANDIN_FAIL_CALL=k makes the k-th call issued on each
- * communicator fail as a launch that went wrong does: it returns ncclSystemError and
- * ncclCommGetAsyncError reports it from then on, while the work enqueued before it still runs
- * (with its peers). The report counts the calls made on the communicator after that. */
-static uint64_t failing_call(void) {
-    const char *value = getenv("NCCL_STANDIN_FAIL_CALL");
-    return value ? strtoull(value, NULL, 10) : 0;
-}
-
 /* Checks a task as NCCL does, then adds it to the group (or launches it alone). */
 static ncclResult_t issue(struct snccl_task *task, ncclComm_t handle, cudaStream_t stream, ncclRedOp_t op,
                           const char *api) {
@@ -409,7 +400,11 @@ static ncclResult_t issue(struct snccl_task *task, ncclComm_t handle, cudaStream
     uint64_t call = atomic_fetch_add(&comm->calls, 1) + 1;
     if (atomic_load(&comm->broken) || atomic_load(&comm->launch_failed))
         atomic_fetch_add(&comm->calls_after_error, 1);
-    if (call == failing_call()) {
+    /* Fault injection for tests: NCCL_STANDIN_FAIL_CALL=k makes the k-th call issued on each
+     * communicator fail as a launch that went wrong does: it returns ncclSystemError and
+     * ncclCommGetAsyncError reports it from then on, while the work enqueued before it still
+     * runs (with its peers). The report counts the calls made on the communicator after that. */
+    if (call == comm->failing_call) {
         int expected = ncclSuccess;
         atomic_store(&comm->launch_failed, 1);
         atomic_compare_exchange_strong(&comm->state, &expected, ncclSystemError);

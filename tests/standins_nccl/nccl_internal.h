@@ -97,6 +97,7 @@ struct ncclComm {
     _Atomic uint64_t calls;             /* calls issued on it (NCCL_STANDIN_FAIL_CALL counts them) */
     _Atomic uint64_t calls_after_error; /* of them, made once its communication had failed */
     _Atomic int launch_failed;          /* a call failed at its launch (NCCL_STANDIN_FAIL_CALL) */
+    uint64_t failing_call;              /* NCCL_STANDIN_FAIL_CALL, read at init (0: none) */
     uint32_t barrier_epoch, control_epoch, parity, splits;
     struct snccl_redop *redops;
     int redop_count;

@@ -43,6 +43,10 @@ size_t standin_async_memory_peak(void);
 
 /* ---- internal to libcuda.so.1 ---- */
 
+/* Fault injection for tests: 1 when the setting `variable` names this process's rank
+ * (OMPI_COMM_WORLD_RANK). */
+int scuda_fault_here(const char *variable);
+
 /* A set of live handles, so that a destroyed or made-up handle gives an error, not a crash. */
 void scuda_handle_add(const void *handle);
 void scuda_handle_remove(const void *handle);
