@@ -20,6 +20,7 @@
  * error, named on stderr.
  */
 #include "engine_oracle.h"
+#include "nccl_data.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -31,49 +32,27 @@
 #define MAX_DEVICES 8
 #define MIB ((size_t)1 << 20)
 
-#define CHECK_CUDA(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "devices: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    cudaGetErrorString(e_));                                                       \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+static const char *test_who(void)
+{
+    return "devices";
+}
 
-#define CHECK_NCCL(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess) {                                                                   \
-            fprintf(stderr, "devices: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    ncclGetErrorString(r_));                                                       \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+static void test_stop(void)
+{
+    exit(1);
+}
 
 static int devices = 2;
 static ncclComm_t comms[MAX_DEVICES];
 static long inexact;
 static uint64_t digest = 0xcbf29ce484222325ull;
 
-/* Element i of device d's contribution in data set `set` (splitmix64 of the three). */
-static float contribution(int set, int d, size_t i)
-{
-    uint64_t x = ((uint64_t)set << 48) ^ ((uint64_t)d << 32) ^ i;
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    float v = ldexpf((float)(x >> 40) / 16777216.0f + 0.5f, (int)(x % 41) - 20);
-    return (x >> 8) & 1 ? -v : v;
-}
-
 /* A buffer of `count` floats on device d (current afterwards) holding its set `set`. */
 static float *device_data(int d, int set, size_t count)
 {
     float *host = malloc(count * sizeof *host), *device;
     for (size_t i = 0; i < count; i++)
-        host[i] = contribution(set, d, i);
+        host[i] = test_contribution(set, d, i);
     CHECK_CUDA(cudaSetDevice(d));
     CHECK_CUDA(cudaMalloc((void **)&device, count * sizeof *host));
     CHECK_CUDA(cudaMemcpy(device, host, count * sizeof *host, cudaMemcpyHostToDevice));
@@ -93,7 +72,7 @@ static void check(const char *what, int d, const float *result, cudaStream_t str
     for (size_t i = 0; i < count; i++) {
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int k = 0; k < devices; k++) {
-            float v = contribution(set, k, first + i);
+            float v = test_contribution(set, k, first + i);
             uint32_t bits;
             memcpy(&bits, &v, 4);
             terms[k] = bits;
@@ -105,8 +84,7 @@ static void check(const char *what, int d, const float *result, cudaStream_t str
         if (bits != expected && inexact++ < 3)
             fprintf(stderr, "devices: %s: device %d element %zu is %a, the exact sum 0x%llx\n",
                     what, d, first + i, host[i], (unsigned long long)expected);
-        for (int b = 0; b < 4; b++)
-            digest = (digest ^ ((bits >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+        test_digest(&digest, &bits, sizeof bits); /* little-endian: the bytes from the lowest */
     }
     free(host);
 }

@@ -45,13 +45,6 @@ static void expect_code(const char *what, ncclResult_t got, ncclResult_t expecte
                 ncclGetErrorString(got), (int)expected);
 }
 
-/* Element i of rank r's float32 contribution in data set `set`. */
-static float contribution(int set, int r, size_t i)
-{
-    uint64_t x = test_mix(((uint64_t)set << 48) ^ ((uint64_t)r << 32) ^ i);
-    float v = ldexpf((float)(x >> 40) / 16777216.0f + 0.5f, (int)(x % 41) - 20);
-    return (x >> 8) & 1 ? -v : v;
-}
 
 static void check_from(const char *what, const float *got, size_t first, size_t count, int set,
                        const int *members, int member_count, float scale, int divide,
@@ -73,7 +66,7 @@ static void check_from(const char *what, const float *got, size_t first, size_t 
     for (size_t i = first; i < count && !native; i += step) {
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int k = 0; k < member_count; k++) {
-            float v = contribution(set, members[k], i) * scale; /* rounded to float, as NCCL */
+            float v = test_contribution(set, members[k], i) * scale; /* rounded to float, as NCCL */
             uint32_t bits;
             memcpy(&bits, &v, 4);
             terms[k] = bits;
@@ -93,7 +86,7 @@ static float *device_contribution(int set, int r, size_t count)
 {
     float *host = malloc(count * sizeof *host), *device;
     for (size_t i = 0; i < count; i++)
-        host[i] = contribution(set, r, i);
+        host[i] = test_contribution(set, r, i);
     CHECK_CUDA(cudaMalloc((void **)&device, count * sizeof *host));
     CHECK_CUDA(cudaMemcpy(device, host, count * sizeof *host, cudaMemcpyHostToDevice));
     free(host);
@@ -141,7 +134,7 @@ static void scenario_group(ncclComm_t comm, cudaStream_t stream)
     for (size_t i = 0; i < n; i++) {
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int k = 0; k < ranks; k++) {
-            float v = contribution(3, k, (size_t)rank * n + i);
+            float v = test_contribution(3, k, (size_t)rank * n + i);
             uint32_t bits;
             memcpy(&bits, &v, 4);
             terms[k] = bits;
@@ -237,20 +230,27 @@ static void wait_comm(ncclComm_t comm)
     expect_code("a nonblocking communicator, polled", state, ncclSuccess);
 }
 
+/* A fresh communicator of every rank, blocking or not. */
+static ncclComm_t fresh_comm(int blocking)
+{
+    ncclUniqueId id;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = blocking;
+    ncclComm_t comm;
+    if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    expect_code("ncclCommInitRankConfig", ncclCommInitRankConfig(&comm, ranks, id, rank, &config),
+                blocking ? ncclSuccess : ncclInProgress);
+    if (!blocking) wait_comm(comm);
+    return comm;
+}
+
 /* config.blocking = 0: a call returns ncclInProgress (NCCL launches on a thread of its own);
  * inside a group the call returns ncclSuccess and ncclGroupEnd ncclInProgress. Counts past
  * REPROD_SCRATCH_MB=1: several pieces, several rounds each. */
 static void scenario_nonblocking(cudaStream_t stream)
 {
-    ncclUniqueId id;
-    if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclComm_t comm;
-    expect_code("nonblocking init", ncclCommInitRankConfig(&comm, ranks, id, rank, &config),
-                ncclInProgress);
-    wait_comm(comm);
+    ncclComm_t comm = fresh_comm(0);
     size_t n = 600001;
     for (int round = 0; round < 3; round++) {
         float *x = device_contribution(30 + round, rank, n);
@@ -382,7 +382,7 @@ static void scenario_premul_ranks(ncclComm_t comm, cudaStream_t stream)
             for (size_t i = 0; i < n; i += 13) {
                 uint64_t terms[ORACLE_MAX_TERMS];
                 for (int r = 0; r < ranks; r++) {
-                    float v = contribution(80 + k, r, i) * (float)(r + 1);
+                    float v = test_contribution(80 + k, r, i) * (float)(r + 1);
                     uint32_t bits;
                     memcpy(&bits, &v, 4);
                     terms[r] = bits;
@@ -503,7 +503,7 @@ static void scenario_bad_group(ncclComm_t comm, cudaStream_t stream)
         snprintf(line + strlen(line), sizeof line - strlen(line), " %d/%d", code, ended);
         float *hx = to_host(x, n, stream), *hy = to_host(y, n, stream);
         for (size_t i = 0; i < n; i += 101)
-            if ((hx[i] != contribution(120, rank, i) || hy[i] != contribution(121, rank, i)) &&
+            if ((hx[i] != test_contribution(120, rank, i) || hy[i] != test_contribution(121, rank, i)) &&
                 wrong++ < 20) {
                 fprintf(stderr, "rank %d: a group with a %s ran: element %zu changed\n", rank,
                         names[bad], i);
@@ -541,7 +541,7 @@ static void scenario_p2p(ncclComm_t comm, cudaStream_t stream, const char *place
     float *hx = to_host(x, n, stream), *hin = to_host(in, m, stream);
     if (strchr(placement, 'A')) check_sum(name, hx, n, 100, all_ranks, ranks, 1.0f, 1, 61);
     for (size_t i = 0; i < m; i++)
-        if (hin[i] != contribution(101, previous, i) && wrong++ < 20) {
+        if (hin[i] != test_contribution(101, previous, i) && wrong++ < 20) {
             fprintf(stderr, "rank %d: %s: element %zu from rank %d is %a\n", rank, name, i,
                     previous, hin[i]);
             break;
@@ -596,21 +596,6 @@ static void scenario_scratch(ncclComm_t comm, cudaStream_t stream)
         free(h);
         cudaFree(x[k]);
     }
-}
-
-/* A fresh communicator of every rank, blocking or not. */
-static ncclComm_t fresh_comm(int blocking)
-{
-    ncclUniqueId id;
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = blocking;
-    ncclComm_t comm;
-    if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    expect_code("ncclCommInitRankConfig", ncclCommInitRankConfig(&comm, ranks, id, rank, &config),
-                blocking ? ncclSuccess : ncclInProgress);
-    if (!blocking) wait_comm(comm);
-    return comm;
 }
 
 /* Long enough for the main thread to be waiting in its call on a loaded machine (sanitizers, 2

@@ -1,6 +1,6 @@
 /* nccl_test.h: what the NCCL test programs share: an MPI job whose ranks make one NCCL
- * communicator, as nccl-tests do (rank 0 makes the unique id, MPI broadcasts it), and checks
- * that stop the program with the failing call named.
+ * communicator, as nccl-tests do (rank 0 makes the unique id, MPI broadcasts it); with
+ * nccl_data.h's checks, data and digest.
  *
  * The programs are ordinary NCCL programs: they know nothing of the shim. On this machine
  * they run over the host-memory stand-ins of build/standins/ (tests/standins_nccl/).
@@ -18,27 +18,19 @@
 
 static int rank, ranks;
 
-#define CHECK_CUDA(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #call,           \
-                    cudaGetErrorString(e_));                                                       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
+#include "nccl_data.h"
 
-/* The call must return ncclSuccess exactly (a nonblocking call's ncclInProgress is checked
- * where it is expected, with its own code). */
-#define CHECK_NCCL(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #call,           \
-                    ncclGetErrorString(r_));                                                       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
+static const char *test_who(void)
+{
+    static char who[32];
+    snprintf(who, sizeof who, "rank %d", rank);
+    return who;
+}
+
+static void test_stop(void)
+{
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
 /* MPI_Init, this rank's device, and the id rank 0 made, broadcast to every rank. */
 static ncclUniqueId join_world(int *argc, char ***argv)
@@ -61,23 +53,6 @@ static ncclComm_t world_comm(ncclUniqueId id)
     ncclComm_t comm;
     CHECK_NCCL(ncclCommInitRank(&comm, ranks, id, rank));
     return comm;
-}
-
-/* splitmix64: the data generator (every rank can make every rank's contribution). */
-static inline uint64_t test_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* FNV-1a over bytes, folded into *digest. */
-static inline void test_digest(uint64_t *digest, const void *data, size_t bytes)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < bytes; i++)
-        *digest = (*digest ^ p[i]) * 0x100000001b3ull;
 }
 
 #endif /* REPROD_NCCL_TEST_H */
