@@ -161,14 +161,12 @@ all: $(SHIM) $(TOOL)
 # ---- The configuration's records and what depends on them (see "The build's configuration")
 # $(CONFIG)/ITEM holds $(CONFIG_ITEM), rewritten only when that changes. The compiler's file is
 # the first thing every compilation waits for: the check of what the build lacks comes with it.
-$(CONFIG)/cc: FORCE
-	$(if $(BUILD_PACKAGES),$(call report_lacks)$(error stopped before compiling anything))
+# $(call config_text,ITEM): the record's text in a shell's single quotes.
+config_text = '$(subst ','"'"',$(strip $(CONFIG_$1)))'
+$(addprefix $(CONFIG)/,$(CONFIG_ITEMS)): $(CONFIG)/%: FORCE
+	$(if $(filter cc,$*),$(if $(BUILD_PACKAGES),$(call report_lacks)$(error stopped before compiling anything)))
 	@mkdir -p $(dir $@)
-	@printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_cc)))' | cmp -s - $@ || printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_cc)))' >$@
-
-$(addprefix $(CONFIG)/,$(filter-out cc,$(CONFIG_ITEMS))): $(CONFIG)/%: FORCE
-	@mkdir -p $(dir $@)
-	@printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_$*)))' | cmp -s - $@ || printf '%s\n' '$(subst ','"'"',$(strip $(CONFIG_$*)))' >$@
+	@printf '%s\n' $(call config_text,$*) | cmp -s - $@ || printf '%s\n' $(call config_text,$*) >$@
 
 .PHONY: FORCE
 FORCE:
