@@ -8,8 +8,7 @@
 . tests/lib.sh
 
 if sanitized; then
-    echo "note: the build's configuration does not depend on the shim under test: checked by make test"
-    exit 0
+    skip "the build's configuration does not depend on the shim under test: checked by make test"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

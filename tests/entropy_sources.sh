@@ -61,8 +61,7 @@ ok "REPROD_MODE=off: REPROD_ENTROPY ignored, with a message"
 # Secure execution: a setuid copy of the probe (owned by nobody, run by root: AT_SECURE=1).
 # LD_PRELOAD is ignored there by the loader, so the probe loads the shim with dlopen.
 if [ "$(id -u)" != 0 ]; then
-    echo "note: not root: cannot make a setuid-to-another-user copy; the secure-execution test is skipped"
-    exit 0
+    skip "the secure-execution part: not root, so no setuid-to-another-user copy can be made"
 fi
 skip_setuid_if_sanitized
 setuid_copies "$PROBE"
@@ -71,8 +70,7 @@ trap 'rm -rf "$work"' EXIT
 secure1=$(REPROD_ENTROPY=7 "$work/setuid" dlopen "$work/libreprod_shim.so" 2>"$work/err")
 secure2=$(REPROD_ENTROPY=7 "$work/setuid" dlopen "$work/libreprod_shim.so" 2>/dev/null)
 if ! echo "$secure1" | grep -q "^secure: 1"; then
-    echo "note: a setuid binary does not run with AT_SECURE here (nosuid mount?): skipped"
-    exit 0
+    skip "the secure-execution part: a setuid binary does not run with AT_SECURE here (nosuid mount?)"
 fi
 grep -q "REPROD_ENTROPY=7 refused: this is a setuid or secure-execution process" "$work/err" ||
     fail "setuid process: no refusal message: $(cat "$work/err")"

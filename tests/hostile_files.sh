@@ -13,8 +13,7 @@
 PROBE=$BUILD/tests/progs/lifecycle_probe
 [ -x "$PROBE" ] || fail "$PROBE is not built"
 if [ "$(id -u)" != 0 ]; then
-    echo "note: not root: cannot plant files as another user; skipped"
-    exit 0
+    skip "not root: cannot plant files as another user"
 fi
 as_nobody() {
     setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"

@@ -41,6 +41,21 @@ with_host_name() {
     timeout -k 2 20 env FAKE_HOSTNAME="$name" LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$standin:$SHIM" "$@"
 }
 
+# Skips: what cannot run here (not root, no torch, no AT_SECURE, a sanitizer in the way) is
+# said, never passed in silence. `skip REASON` ends the script with exit status 77;
+# `skip_part REASON` goes on with the rest. Both print "skipped: REASON" and add REASON to
+# $TEST_SKIP_LOG, where tools/run-tests reads it: the group is counted skipped, not passed
+# (and CI fails on a skip that tests/allowed-skips does not list).
+skip_part() {
+    echo "skipped: $*"
+    [ -z "${TEST_SKIP_LOG:-}" ] || echo "$*" >>"$TEST_SKIP_LOG"
+}
+
+skip() {
+    skip_part "$@"
+    exit 77
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1
@@ -111,13 +126,11 @@ setuid_copies() {
         fail "cannot make a setuid copy of $1"
 }
 
-# skip_setuid_if_sanitized: end a script's setuid part (exit 0 with a note) when the shim under
-# test is instrumented: a setuid process ignores LD_PRELOAD, so the sanitizer's runtime cannot
-# come first there.
+# skip_setuid_if_sanitized: end a script's setuid part (a skip) when the shim under test is
+# instrumented: a setuid process ignores LD_PRELOAD, so the sanitizer's runtime cannot come
+# first there.
 skip_setuid_if_sanitized() {
-    if sanitized; then
-        echo "note: an instrumented shim cannot be loaded into a setuid process (the loader ignores"
-        echo "      LD_PRELOAD there, and the sanitizer's runtime must come first): skipped"
-        exit 0
-    fi
+    sanitized && skip "an instrumented shim cannot be loaded into a setuid process (the loader" \
+        "ignores LD_PRELOAD there, and the sanitizer's runtime must come first)"
+    return 0
 }

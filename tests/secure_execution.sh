@@ -7,8 +7,7 @@
 PROBE=$BUILD/tests/progs/lifecycle_probe
 [ -x "$PROBE" ] || fail "$PROBE is not built"
 if [ "$(id -u)" != 0 ]; then
-    echo "note: not root: cannot make a setuid-to-another-user copy; skipped"
-    exit 0
+    skip "not root: cannot make a setuid-to-another-user copy"
 fi
 skip_setuid_if_sanitized
 # A setuid copy of the probe (owned by nobody, run by root: AT_SECURE=1), which loads the
@@ -24,8 +23,7 @@ run() { # run PROGRAM NAME: the probe, logging a seeding call, with a log and a 
 }
 out=$(run setuid secure) || fail "the setuid probe failed: $(cat "$work/secure.err")"
 if ! grep -q "^secure: 1" <<<"$out"; then
-    echo "note: a setuid binary does not run with AT_SECURE here (nosuid mount?): skipped"
-    exit 0
+    skip "a setuid binary does not run with AT_SECURE here (nosuid mount?)"
 fi
 err=$(cat "$work/secure.err")
 [ ! -e "$work/out/secure.log" ] || fail "a setuid process wrote REPROD_LOG: $(cat "$work/out/secure.log")"

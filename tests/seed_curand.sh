@@ -20,7 +20,7 @@ for real in "${CUDA_HOME:-/usr/local/cuda}/lib64/libcurand.so" /usr/lib/x86_64-l
         break
     fi
 done
-[ ${#libraries[@]} -gt 1 ] || echo "note: no real libcurand found; the stand-in only"
+[ ${#libraries[@]} -gt 1 ] || skip_part "the real libcurand: none found; the stand-in only"
 
 SEED=42
 for library in "${libraries[@]}"; do

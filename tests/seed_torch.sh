@@ -47,8 +47,7 @@ ok "CUDA generator (stand-in): manual_seed derived; manual_seed(initial_seed()),
     "set_rng_state and the default seed unchanged"
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
-    echo "note: $PYTHON has no torch: the PyTorch part is skipped"
-    exit 0
+    skip "the PyTorch part: $PYTHON has no torch"
 fi
 
 # For each seed: torch.rand after torch.manual_seed(s), then after
