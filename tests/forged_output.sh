@@ -29,7 +29,7 @@ clean() {
     ! grep -q "^reprod\[0\]: counts: pid=1 " "$file" || fail "$what: a forged counts line: $(cat "$file")"
 }
 probe() { # probe NAME=VALUE...: the probe (one seeding call) under the shim, stderr in $dir/err
-    timeout -k 2 20 env "$@" LD_PRELOAD="$PRELOAD" "$PROBE" calls >/dev/null 2>"$dir/err"
+    bounded 20 env "$@" LD_PRELOAD="$PRELOAD" "$PROBE" calls >/dev/null 2>"$dir/err"
 }
 
 # --- reprod doctor: the issue's REPROD_TRACE, and the same forged line after a blank or a CR.

@@ -30,7 +30,7 @@ as_nobody ln -s "$victim" "$dir/theirs/evil" || fail "nobody cannot plant a link
 as_nobody ln -s "$victim" "$dir/theirs/evil2"
 
 probe() { # probe NAME=VALUE...: the probe (a seeding call) at REPROD_VERBOSE=2; stderr in $dir/err
-    timeout -k 2 20 env REPROD_VERBOSE=2 "$@" LD_PRELOAD="$PRELOAD" "$PROBE" calls \
+    bounded 20 env REPROD_VERBOSE=2 "$@" LD_PRELOAD="$PRELOAD" "$PROBE" calls \
         >/dev/null 2>"$dir/err" || fail "the probe failed under $*: $(cat "$dir/err")"
 }
 victim_untouched() { # victim_untouched WHAT

@@ -87,7 +87,7 @@ ok "a link to a launcher is one; a link named srun to another program, mpirun-wr
 # A rank whose program is named like a launcher runs natively, but never silently: starting
 # MPI, it says on stderr that the shim took it for a launcher (the log is silent there).
 cp "$BUILD/tests/mpich/trace_job" "$dir/bin/slurmstepd"
-out=$(LD_PRELOAD=$PRELOAD REPROD_VERBOSE=1 REPROD_TRACE="$dir/rank.trace" timeout -k 5 60 \
+out=$(LD_PRELOAD=$PRELOAD REPROD_VERBOSE=1 REPROD_TRACE="$dir/rank.trace" bounded 60 \
     "$dir/bin/slurmstepd" 2>&1) || fail "an MPI program named slurmstepd failed: $out"
 [ "$out" = "reprod[0]: warning: this process runs slurmstepd, which the shim takes for a launcher and leaves as it is, yet it started MPI or NCCL: its reductions and seeds are the library's own, not made reproducible" ] ||
     fail "an MPI program named slurmstepd: expected one warning, got: $out"
@@ -142,7 +142,7 @@ chmod +x "$dir/fakessh"
 launched() {
     local name=$1 helpers=$2
     shift 2
-    timeout -k 5 "${MPI_TIMEOUT:-120}" env LD_PRELOAD="$PRELOAD" REPROD_TRACE="$dir/$name" \
+    bounded "${MPI_TIMEOUT:-120}" env LD_PRELOAD="$PRELOAD" REPROD_TRACE="$dir/$name" \
         REPROD_VERBOSE=1 REPROD_ENTROPY=7 "$@" >"$dir/$name.out" 2>"$dir/$name.err" ||
         fail "$name: $* failed: $(cat "$dir/$name.err")"
     local want="" rank
@@ -168,7 +168,7 @@ diff_agrees() { # A B
 }
 doctor_counts_ranks() { # LAUNCHER ARGS...
     local out
-    out=$(timeout -k 5 "${MPI_TIMEOUT:-120}" "$BUILD/reprod" doctor -- "$@" 2>&1) || fail "doctor -- $*: $out"
+    out=$(bounded "${MPI_TIMEOUT:-120}" "$BUILD/reprod" doctor -- "$@" 2>&1) || fail "doctor -- $*: $out"
     grep -qx "processes that reported: $NP" <<<"$out" && grep -q "^seeding: 0 seeding calls" <<<"$out" ||
         fail "doctor -- $*: expected $NP processes and 0 seeding calls: $out"
 }
@@ -200,7 +200,7 @@ ok "LD_PRELOAD=shim mpirun.mpich (mpiexec.hydra, hydra_pmi_proxy): $NP traces, $
 torchrun_job() { # NAME LAUNCHER...
     local name=$1
     shift
-    timeout -k 5 300 env LD_PRELOAD="$PRELOAD" REPROD_SEED_POLICY=rank REPROD_ENTROPY=7 \
+    bounded 300 env LD_PRELOAD="$PRELOAD" REPROD_SEED_POLICY=rank REPROD_ENTROPY=7 \
         REPROD_VERBOSE=2 REPROD_TRACE="$dir/$name" "$@" --nnodes 1 --nproc_per_node 2 \
         --rdzv_backend c10d --rdzv_endpoint localhost:0 --redirects 2 --tee 2 \
         --log_dir "$dir/$name.logs" "$ROOT/tests/python/launcher_worker.py" \

@@ -19,6 +19,44 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No REPROD_* setting of the caller's may leak into a test.
 for variable in $(env | sed -n 's/^\(REPROD_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$variable"; done
 
+# Time limits (a hang fails its test, not the suite) scale with the machine: each limit a script
+# names is multiplied by TEST_TIME_SCALE (1 by default; tools/run-sanitize sets 3: the instrumented
+# shim is slower) and by the load a core when the script starts (1 to 4): a busy 2-core machine
+# waits longer before it calls a slow job hung.
+TIME_SCALE_PERCENT=$(awk -v scale="${TEST_TIME_SCALE:-1}" -v cores="$(nproc)" '{
+    load = $1 / cores; if (load < 1) load = 1; if (load > 4) load = 4
+    printf "%d\n", 100 * scale * load }' /proc/loadavg)
+
+# limit SECONDS: SECONDS, scaled as above.
+limit() {
+    echo $(($1 * TIME_SCALE_PERCENT / 100))
+}
+
+# bounded SECONDS COMMAND...: COMMAND, stopped after SECONDS (scaled) with exit status 124 (137
+# when it had to be killed) and the line "timed out after N s: COMMAND" on stderr.
+bounded() {
+    local seconds
+    seconds=$(limit "$1")
+    shift
+    local status=0
+    timeout -k 5 "$seconds" "$@" || status=$?
+    local command="$*"
+    case $status in
+    124 | 137) echo "timed out after $seconds s: ${command:0:200}" >&2 ;;
+    esac
+    return $status
+}
+
+# status_text STATUS [SECONDS]: "exit status STATUS", or "timed out after N s" when STATUS is
+# bounded's (SECONDS scaled; by default the MPI jobs' limit, MPI_TIMEOUT or 120).
+status_text() {
+    case $1 in
+    124) echo "timed out after $(limit "${2:-${MPI_TIMEOUT:-120}}") s" ;;
+    137) echo "killed (timed out after $(limit "${2:-${MPI_TIMEOUT:-120}}") s, or out of memory)" ;;
+    *) echo "exit status $1" ;;
+    esac
+}
+
 # use_standins: NCCL test programs find the host-memory stand-ins of libcuda, libcudart and
 # libnccl (build/standins/); mpirun passes the path on with -x LD_LIBRARY_PATH.
 use_standins() {
@@ -38,7 +76,7 @@ with_host_name() {
     local name=$1 standin=$BUILD/tests/standins/libgethostname.so
     shift
     [ -f "$standin" ] || fail "$standin is not built"
-    timeout -k 2 20 env FAKE_HOSTNAME="$name" LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$standin:$SHIM" "$@"
+    bounded 20 env FAKE_HOSTNAME="$name" LD_PRELOAD="${PRELOAD_FIRST:+$PRELOAD_FIRST:}$standin:$SHIM" "$@"
 }
 
 # Skips: what cannot run here (not root, no torch, no AT_SECURE, a sanitizer in the way) is
@@ -70,7 +108,7 @@ ok() {
 run_mpi() {
     local np=$1
     shift
-    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun.openmpi --oversubscribe --bind-to none -np "$np" "$@"
+    bounded "${MPI_TIMEOUT:-120}" mpirun.openmpi --oversubscribe --bind-to none -np "$np" "$@"
 }
 
 # run_mpi_shim NP ARGS...: the same, with the shim preloaded into every rank.
@@ -101,7 +139,7 @@ sanitized() {
 run_mpich() {
     local np=$1
     shift
-    timeout -k 5 "${MPI_TIMEOUT:-120}" mpirun.mpich -np "$np" "$@"
+    bounded "${MPI_TIMEOUT:-120}" mpirun.mpich -np "$np" "$@"
 }
 
 # run_mpich_shim NP ARGS...: the same, with the shim preloaded into every rank.

@@ -13,7 +13,7 @@ trap 'rm -rf "$dir"' EXIT
 # Re-entry during initialisation, with a log file and every call logged (the log's own open
 # and write must not re-enter either).
 for entropy in "" 7; do
-    out=$(timeout -k 2 20 env LIFECYCLE_REENTER=1 REPROD_ENTROPY=$entropy REPROD_VERBOSE=2 \
+    out=$(bounded 20 env LIFECYCLE_REENTER=1 REPROD_ENTROPY=$entropy REPROD_VERBOSE=2 \
         REPROD_LOG="$dir/log" LD_PRELOAD="$PRELOAD" "$PROBE" calls 2>"$dir/err")
     status=$?
     [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
@@ -34,9 +34,9 @@ if sanitized; then
     skip "fork under resolving threads: not run with a sanitizer runtime"
 fi
 for run in 1 2 3; do
-    out=$(timeout -k 2 60 env LD_PRELOAD="$PRELOAD" "$PROBE" fork 2>&1)
+    out=$(bounded 60 env LD_PRELOAD="$PRELOAD" "$PROBE" fork 2>&1)
     status=$?
     [ "$status" -ne 124 ] && [ "$status" -ne 137 ] || fail "a fork child hangs resolving a symbol (run $run)"
-    [ "$status" -eq 0 ] || fail "fork under resolving threads, run $run: status $status: $out"
+    [ "$status" -eq 0 ] || fail "fork under resolving threads, run $run: $(status_text "$status" 60): $out"
 done
 ok "fork children of resolving threads resolve and exit: $out"

@@ -28,7 +28,7 @@ same() {
     grep -q 'egmentation\|BAD TERMINATION\|signal' "$out/log" &&
         fail "$name under the shim without MPICH's headers crashed: $(head -c 2000 "$out/log")"
     [ "$native_status" = "$shim_status" ] ||
-        fail "$name: exit status $shim_status under the shim without MPICH's headers, $native_status natively: $(head -c 2000 "$out/log")"
+        fail "$name: $(status_text "$shim_status") under the shim without MPICH's headers, $(status_text "$native_status") natively: $(head -c 2000 "$out/log")"
     # Ranks print in any order: lines are compared as sets.
     sort -o "$out/native" "$out/native" && sort -o "$out/shim" "$out/shim"
     cmp -s "$out/native" "$out/shim" ||

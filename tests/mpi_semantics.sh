@@ -49,9 +49,9 @@ expect_pass() {
     if [ "$status" -eq 0 ]; then
         ok "$name (np=$np, $((SECONDS - started)) s): $(grep -m1 '^semantics: ' "$out")"
     else
-        echo "--- $name (np=$np): exit status $status; the first lines that tell:" >&2
+        echo "--- $name (np=$np): $(status_text "$status"); the first lines that tell:" >&2
         show "$out"
-        problems+=("$name np=$np (exit status $status)")
+        problems+=("$name np=$np ($(status_text "$status"))")
     fi
 }
 
@@ -94,7 +94,7 @@ status=0
 run_mpi_shim 2 -x REPROD_STRICT=1 "$BIN" --strict-intercomm >"$LOG/strict.out" 2>&1 || status=$?
 if [ "$status" -eq 0 ] || grep -q 'returned 0' "$LOG/strict.out" ||
     ! grep -qE '^reprod\[[0-9]+\]: error: .*MPI_Allreduce.*REPROD_STRICT' "$LOG/strict.out"; then
-    echo "--- REPROD_STRICT=1 with a float sum on an intercommunicator: exit status $status:" >&2
+    echo "--- REPROD_STRICT=1 with a float sum on an intercommunicator: $(status_text "$status"):" >&2
     show "$LOG/strict.out"
     problems+=("REPROD_STRICT=1 did not stop the job with an error line naming MPI_Allreduce")
 else

@@ -21,9 +21,9 @@ check() {
     if [ "$status" -eq 0 ] && grep -q '^threads: .*: ok' "$out"; then
         ok "$name ($((SECONDS - started)) s): $(grep -m1 '^threads:' "$out")"
     else
-        echo "--- $name: exit status $status:" >&2
+        echo "--- $name: $(status_text "$status"):" >&2
         grep -E '^(threads|rank)|Signal|signal|rror|malloc|free\(\)' "$out" | head -n 8 >&2
-        problems+=("$name (exit status $status)")
+        problems+=("$name ($(status_text "$status"))")
     fi
 }
 

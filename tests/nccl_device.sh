@@ -25,9 +25,9 @@ run() {
     local settings=()
     while [ "$1" != -- ]; do settings+=("$1"); shift; done
     shift
-    env "${settings[@]}" LD_PRELOAD="$PRELOAD" REPROD_VERBOSE=1 REPROD_LOG="$out/$name.log" \
-        timeout -k 5 120 "$program" "$@" >"$out/$name" 2>"$out/$name.err" ||
-        fail "$name: exit status $?: $(cat "$out/$name" "$out/$name.err" "$out/$name.log" 2>/dev/null | head -c 3000)"
+    bounded 120 env "${settings[@]}" LD_PRELOAD="$PRELOAD" REPROD_VERBOSE=1 REPROD_LOG="$out/$name.log" \
+        "$program" "$@" >"$out/$name" 2>"$out/$name.err" ||
+        fail "$name: $(status_text $? 120): $(cat "$out/$name" "$out/$name.err" "$out/$name.log" 2>/dev/null | head -c 3000)"
 }
 
 # exact NAME: the run's every element was the exact sum.
@@ -45,7 +45,7 @@ digest() {
 }
 
 # The native results, for the runs that must pass through.
-timeout -k 5 120 "$program" group-end 3 >"$out/native" 2>"$out/native.err" ||
+bounded 120 "$program" group-end 3 >"$out/native" 2>"$out/native.err" ||
     fail "native group-end: $(cat "$out/native.err")"
 
 # One thread, three devices, stream 0, the calls grouped while each device is current in turn:

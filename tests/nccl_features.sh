@@ -70,11 +70,11 @@ ok "NCCL failing a call midway through a shimmed all-reduce: its error returned,
 # One rank without device memory for its scratch, nor pinned host memory to put it in: the job
 # stops with a message naming the call (the other ranks are already in it), never hangs.
 status=0
-timeout -k 5 60 mpirun.openmpi --oversubscribe --bind-to none -np 2 -x LD_LIBRARY_PATH -x LD_PRELOAD="$PRELOAD" \
+bounded 60 mpirun.openmpi --oversubscribe --bind-to none -np 2 -x LD_LIBRARY_PATH -x LD_PRELOAD="$PRELOAD" \
     -x STANDIN_FAIL_ALLOC_ASYNC_RANK=0 -x STANDIN_FAIL_HOST_ALLOC_RANK=0 -x REPROD_LOG="$out/nomem.%r.log" "$program" group \
     >"$out/nomem" 2>&1 || status=$?
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
-    fail "one rank out of scratch memory: exit status $status (124: it hung): $(tail -5 "$out/nomem")"
+    fail "one rank out of scratch memory: $(status_text "$status" 60), expected a stop: $(tail -5 "$out/nomem")"
 grep -q 'error: ncclAllReduce could not start on this rank (no device memory' "$out"/nomem.0.log ||
     fail "one rank out of scratch memory: no error line naming the call: $(cat "$out"/nomem.*.log)"
 ok "one rank out of scratch memory: the job stops (status $status) with $(grep -o 'error: ncclAllReduce could not start[^;]*' "$out"/nomem.0.log)"

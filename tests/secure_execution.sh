@@ -19,7 +19,7 @@ mkdir -m 777 "$work/out" # where the setuid process could write, if it listened
 
 run() { # run PROGRAM NAME: the probe, logging a seeding call, with a log and a trace setting
     REPROD_VERBOSE=2 REPROD_LOG="$work/out/$2.log" REPROD_TRACE="$work/out/$2.trace" \
-        timeout -k 2 20 "$work/$1" dlopen "$work/libreprod_shim.so" 2>"$work/$2.err"
+        bounded 20 "$work/$1" dlopen "$work/libreprod_shim.so" 2>"$work/$2.err"
 }
 out=$(run setuid secure) || fail "the setuid probe failed: $(cat "$work/secure.err")"
 if ! grep -q "^secure: 1" <<<"$out"; then

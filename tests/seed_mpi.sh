@@ -53,7 +53,7 @@ ok "hash keeps a shared seed shared across ranks, shared joins base + rank"
 # the rank is unknown before MPI_Init, then comes from MPI.
 export REPROD_SEED_POLICY=rank
 expected=$(derive rank 0 32 42)
-log=$(REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD timeout 60 "$AFTER_INIT" 42 2>&1 >"$work/singleton")
+log=$(REPROD_VERBOSE=2 LD_PRELOAD=$PRELOAD bounded 60 "$AFTER_INIT" 42 2>&1 >"$work/singleton")
 echo "$log" | grep -q "seed: srand 42 -> $expected (policy rank, rank 0: no rank known yet, 0 assumed)" ||
     fail "before MPI_Init without a launcher, the log does not say rank 0 was assumed: $log"
 echo "$log" | grep -q "seed: srand 42 -> $expected (policy rank, rank 0 from the library)" ||

@@ -75,13 +75,13 @@ ok "an unknown name that is close to none: $(head -c 100 <<<"$out")..."
 # not written). /dev/null is a fine log. An existing log is appended to, never truncated.
 PROBE=$BUILD/tests/progs/lifecycle_probe
 logged() { # logged LOG: a seeding call logged at REPROD_VERBOSE=2 to LOG; stderr in $dir/err
-    timeout -k 2 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$PRELOAD" "$PROBE" calls \
+    bounded 10 env REPROD_VERBOSE=2 REPROD_LOG="$1" LD_PRELOAD="$PRELOAD" "$PROBE" calls \
         >/dev/null 2>"$dir/err"
 }
 check_log_refused() { # check_log_refused LOG WHY
     logged "$1"
     status=$?
-    [ "$status" -eq 0 ] || fail "REPROD_LOG=$1 ($2): status $status (124: blocked): $(cat "$dir/err")"
+    [ "$status" -eq 0 ] || fail "REPROD_LOG=$1 ($2): $(status_text "$status" 10) (blocked?): $(cat "$dir/err")"
     [ "$(grep -c 'warning: REPROD_LOG' "$dir/err")" -eq 1 ] ||
         fail "REPROD_LOG=$1 ($2): not one warning: $(cat "$dir/err")"
     grep -q "seed: srand 7" "$dir/err" || fail "REPROD_LOG=$1 ($2): messages lost: $(cat "$dir/err")"
@@ -90,7 +90,7 @@ check_log_refused() { # check_log_refused LOG WHY
 check_log_refused "$dir/missing/log" "in a missing directory"
 mkfifo "$dir/fifo"
 check_log_refused "$dir/fifo" "a FIFO without a reader"
-timeout 20 cat "$dir/fifo" >"$dir/fifo.read" &
+timeout "$(limit 20)" cat "$dir/fifo" >"$dir/fifo.read" &
 reader=$!
 check_log_refused "$dir/fifo" "a FIFO with a reader"
 kill "$reader" 2>/dev/null
