@@ -444,9 +444,12 @@ test: deps
 	@tools/run-tests
 
 # One group: `make test-unit`, `make test-scripts`, or a single script with
-# `make test-scripts ONLY=tests/mpi_exactness.sh`.
-test-unit test-scripts: all $(TEST_BIN)
-	@tools/run-tests $(@:test-%=%) $(ONLY)
+# `make test-scripts ONLY=tests/mpi_exactness.sh`. The unit tests need only themselves: with
+# another compiler, `make BUILD=build/clang CC=clang NVCC= test-unit` (as CI does).
+test-unit: all $(UNIT_BIN)
+	@TEST_UNIT_DIR=$(BUILD)/tests tools/run-tests unit
+test-scripts: all $(TEST_BIN)
+	@tools/run-tests scripts $(ONLY)
 
 # The engine fuzzer for long: `make fuzz`, `make fuzz FUZZ_ITERATIONS=1000000 FUZZ_SEED=42`
 # (a random seed by default; the fuzzer prints it, and a failure prints the command to replay).

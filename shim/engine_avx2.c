@@ -9,6 +9,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -22,8 +23,11 @@ int engine_cpu_has_avx2(void)
     int has = atomic_load_explicit(&cached, memory_order_relaxed);
     if (has < 0) {
         __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-              __builtin_cpu_supports("fma");
+        /* F16C from CPUID leaf 1 (ECX bit 29) itself: clang 14's __builtin_cpu_supports does
+         * not know "f16c". The AVX2 check covers the OS's saving of the YMM state. */
+        unsigned eax, ebx, ecx = 0, edx;
+        int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+        has = __builtin_cpu_supports("avx2") && f16c && __builtin_cpu_supports("fma");
         atomic_store_explicit(&cached, has, memory_order_relaxed);
     }
     return has;

@@ -873,13 +873,13 @@ ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, r
         fit &= MASK_NEGATIVE(lo_magnitude - beyond) & MASK_NEGATIVE(hi_magnitude - beyond);
         distill_mask lo_add, hi_add; /* what rounding at bit `cut` adds before truncating */
         if (dir == REPROD_ROUND_NEAREST) {
-            lo_add = (1ll << (cut - 1)) - 1 + ((lo_magnitude >> cut) & 1);
-            hi_add = (1ll << (cut - 1)) - 1 + ((hi_magnitude >> cut) & 1);
+            lo_add = ((int64_t)1 << (cut - 1)) - 1 + ((lo_magnitude >> cut) & 1);
+            hi_add = ((int64_t)1 << (cut - 1)) - 1 + ((hi_magnitude >> cut) & 1);
         } else { /* away from zero: up for positive sums, down for negative ones */
             distill_mask negative = MASK_NEGATIVE(lo_bits), away = negative & 0;
             if (dir == REPROD_ROUND_UP) away = ~negative;
             if (dir == REPROD_ROUND_DOWN) away = negative;
-            lo_add = hi_add = away & ((1ll << cut) - 1);
+            lo_add = hi_add = away & (((int64_t)1 << cut) - 1);
         }
         /* unsigned: a NaN's magnitude plus the addend passes 2^63 (that lane is not `fit`) */
         distill_unsigned lo_rounded =
