@@ -58,7 +58,7 @@ static int refuse(const struct reprod_setting *setting, const char *text, char *
     char allowed[256], shown[1024];
     reprod_setting_allowed(setting, allowed, sizeof allowed);
     snprintf(error, error_bytes, "%s=%s is not valid; allowed values: %s", setting->name,
-             reprod_escape_text(text, shown, sizeof shown), allowed);
+             reprod_escape_value(text, shown, sizeof shown), allowed);
     return -1;
 }
 
@@ -133,14 +133,17 @@ static const char *show_trace(const struct reprod_config *config, char *text, si
     return config->trace_dir[0] ? config->trace_dir : NULL;
 }
 
-/* REPROD_SCRATCH_MB: a whole number of MiB, 1 to REPROD_SCRATCH_MB_MAX, decimal digits only. */
+/* REPROD_SCRATCH_MB: a whole number of MiB, 1 to REPROD_SCRATCH_MB_MAX, decimal digits only;
+ * leading zeros, any number of them, are accepted, as REPROD_ENTROPY accepts them (0064 and
+ * 00000064 are both 64). */
 static int parse_scratch(const struct reprod_setting *setting, const char *text,
                          struct reprod_config *config, char *error, size_t error_bytes)
 {
     size_t count = strspn(text, "0123456789");
-    if (count == 0 || count > 7 || text[count] != '\0')
-        return refuse(setting, text, error, error_bytes);
-    unsigned long value = strtoul(text, NULL, 10);
+    if (count == 0 || text[count] != '\0') return refuse(setting, text, error, error_bytes);
+    const char *significant = text + strspn(text, "0");
+    if (strlen(significant) > 7) return refuse(setting, text, error, error_bytes);
+    unsigned long value = strtoul(significant, NULL, 10);
     if (value < 1 || value > REPROD_SCRATCH_MB_MAX)
         return refuse(setting, text, error, error_bytes);
     config->scratch_mb = (unsigned)value;
@@ -243,7 +246,7 @@ const char *reprod_setting_show(const struct reprod_setting *setting,
     if (!value)
         snprintf(text, text_bytes, "(%s)", setting->default_value);
     else
-        snprintf(text, text_bytes, "%s", reprod_escape_text(value, shown, sizeof shown));
+        snprintf(text, text_bytes, "%s", reprod_escape_value(value, shown, sizeof shown));
     return text;
 }
 

@@ -107,6 +107,18 @@ const char *reprod_escape_text(const char *value, char *out, size_t out_bytes)
     return out;
 }
 
+const char *reprod_escape_value(const char *value, char *out, size_t out_bytes)
+{
+    size_t length = strlen(value);
+    int blank_edge = length == 0 || value[0] == ' ' || value[length - 1] == ' ';
+    if (!blank_edge || out_bytes < 6) return reprod_escape_text(value, out, out_bytes);
+    size_t used = escape(value, length, ESCAPE_TEXT, out + 1, out_bytes - 2);
+    out[0] = '"';
+    out[used + 1] = '"';
+    out[used + 2] = '\0';
+    return out;
+}
+
 const char *reprod_escape_word(const char *value, char *out, size_t out_bytes)
 {
     escape(*value ? value : "-", *value ? strlen(value) : 1, ESCAPE_WORD, out, out_bytes);

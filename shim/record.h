@@ -24,6 +24,10 @@
  * "...", when it does not fit. Returns out. */
 const char *reprod_escape_text(const char *value, char *out, size_t out_bytes);
 
+/* The same for a setting's value: in double quotes when it is empty or begins or ends with a
+ * space (unquoted, `REPROD_MODE=exact ` reads as `exact`); otherwise as reprod_escape_text. */
+const char *reprod_escape_value(const char *value, char *out, size_t out_bytes);
+
 /* The same for one word of a record: only printable ASCII other than the space is kept (an
  * empty value is written "-"). */
 const char *reprod_escape_word(const char *value, char *out, size_t out_bytes);

@@ -23,6 +23,22 @@ check_refused REPROD_ENTROPY=seven
 check_refused REPROD_VERBOSE=9
 check_refused REPROD_LOG=/tmp/x.%z
 
+# A value with a space at an end is shown in quotes: unquoted, "REPROD_MODE=exact  is not
+# valid" reads as a refusal of "exact".
+err=$(REPROD_MODE="exact " LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1 >/dev/null)
+grep -qF 'REPROD_MODE="exact " is not valid' <<<"$err" || fail "the trailing space is not shown: $err"
+out=$(REPROD_TRACE="/tmp/trace " "$BUILD/reprod" settings) || fail "reprod settings with REPROD_TRACE='/tmp/trace '"
+grep -qxF 'REPROD_TRACE="/tmp/trace "' <<<"$out" || fail "reprod settings hides the space: $(grep REPROD_TRACE <<<"$out")"
+ok "a trailing space is shown, in quotes: $err"
+
+# Leading zeros, any number of them, as REPROD_ENTROPY takes them: 0064 and 00000064 are 64.
+for value in 64 0064 00000064; do
+    out=$(REPROD_SCRATCH_MB=$value "$BUILD/reprod" settings 2>&1) || fail "REPROD_SCRATCH_MB=$value refused: $out"
+    grep -qx "REPROD_SCRATCH_MB=64" <<<"$out" || fail "REPROD_SCRATCH_MB=$value: $(grep SCRATCH <<<"$out")"
+done
+check_refused REPROD_SCRATCH_MB=00000000
+ok "REPROD_SCRATCH_MB=0064 and 00000064 are both 64; 00000000 is refused"
+
 # Under mpirun the job stops at start too, with status 2 from the ranks.
 err=$(run_mpi 2 -x REPROD_MODE=fast -x LD_PRELOAD="$PRELOAD" /bin/echo main-ran 2>&1)
 status=$?

@@ -109,6 +109,52 @@ Test(config, a_bad_value_names_the_variable_the_value_and_the_allowed_values)
     }
 }
 
+/* A value with a space at an end is shown quoted: unquoted, "REPROD_MODE=exact  is not valid"
+ * reads as if "exact" were refused. */
+Test(config, a_value_with_a_trailing_space_is_shown_in_quotes)
+{
+    const char *cases[][2] = {
+        {"REPROD_MODE=exact ", "REPROD_MODE=\"exact \" is not valid"},
+        {"REPROD_SCRATCH_MB= 64", "REPROD_SCRATCH_MB=\" 64\" is not valid"},
+        {"REPROD_ENTROPY=5 ", "REPROD_ENTROPY=\"5 \" is not valid"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *environment[] = {(char *)cases[i][0], NULL};
+        struct reprod_config config;
+        char error[512];
+        cr_assert_eq(parse(environment, &config, error), -1, "%s was accepted", cases[i][0]);
+        cr_expect(strstr(error, cases[i][1]), "'%s' does not say '%s'", error, cases[i][1]);
+    }
+    char *environment[] = {"REPROD_TRACE=/tmp/trace ", NULL};
+    struct reprod_config config;
+    char error[512], shown[256];
+    cr_assert_eq(parse(environment, &config, error), 0, "%s", error);
+    for (size_t k = 0; k < reprod_setting_count; k++)
+        if (strcmp(reprod_settings[k].name, "REPROD_TRACE") == 0)
+            cr_expect_str_eq(reprod_setting_show(&reprod_settings[k], &config, shown, sizeof shown),
+                             "\"/tmp/trace \"");
+}
+
+/* Integer settings take leading zeros, any number of them, as REPROD_ENTROPY does. */
+Test(config, scratch_takes_leading_zeros_of_any_count)
+{
+    const char *cases[] = {"REPROD_SCRATCH_MB=64", "REPROD_SCRATCH_MB=0064",
+                           "REPROD_SCRATCH_MB=00000064", "REPROD_SCRATCH_MB=000000000000000064"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *environment[] = {(char *)cases[i], NULL};
+        struct reprod_config config;
+        char error[512];
+        cr_assert_eq(parse(environment, &config, error), 0, "%s: %s", cases[i], error);
+        cr_expect_eq(config.scratch_mb, 64, "%s gave %u", cases[i], config.scratch_mb);
+    }
+    char *environment[] = {"REPROD_SCRATCH_MB=00000000", NULL};
+    struct reprod_config config;
+    char error[512];
+    cr_expect_eq(parse(environment, &config, error), -1, "00000000 MiB was accepted");
+    char *large[] = {"REPROD_SCRATCH_MB=0012345678", NULL};
+    cr_expect_eq(parse(large, &config, error), -1, "12345678 MiB was accepted");
+}
+
 Test(config, entropy_is_decimal_or_hexadecimal_never_octal)
 {
     struct {

@@ -32,6 +32,18 @@ Test(escape, plain_text_and_utf8_are_kept_as_they_are)
     cr_expect_str_eq(text(""), "");
 }
 
+Test(escape, a_value_with_a_space_at_either_end_or_none_at_all_is_quoted)
+{
+    char out[64];
+    cr_expect_str_eq(reprod_escape_value("exact ", out, sizeof out), "\"exact \"");
+    cr_expect_str_eq(reprod_escape_value(" /tmp/log", out, sizeof out), "\" /tmp/log\"");
+    cr_expect_str_eq(reprod_escape_value("", out, sizeof out), "\"\"");
+    cr_expect_str_eq(reprod_escape_value("/tmp/run a/log", out, sizeof out), "/tmp/run a/log");
+    cr_expect_str_eq(reprod_escape_value("a\nb ", out, sizeof out), "\"a\\nb \"");
+    char small[12];
+    cr_expect_str_eq(reprod_escape_value("0123456789ab ", small, sizeof small), "\"012345...\"");
+}
+
 Test(escape, line_breaks_and_terminal_controls_are_escaped)
 {
     cr_expect_str_eq(text("a\nreprod[0]: counts: pid=1"), "a\\nreprod[0]: counts: pid=1");
