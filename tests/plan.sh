@@ -31,3 +31,32 @@ out=$("$reprod" plan --global-batch 64 --micro-batch 8 --world-sizes 8)
 [ $? -eq 2 ] || fail "a zero global batch was accepted"
 "$reprod" plan --help | grep -q "^usage: reprod plan" || fail "plan --help"
 ok "one micro-batch per rank: no caution; bad arguments exit 2; --help"
+
+# refused OPTION MESSAGE ARGS...: plan ARGS exits 2, saying MESSAGE (naming OPTION), no table.
+refused() {
+    local option=$1 message=$2
+    shift 2
+    local out
+    out=$("$reprod" plan "$@" 2>&1)
+    [ $? -eq 2 ] || fail "plan $*: accepted: $out"
+    grep -qF -- "$message" <<<"$out" || fail "plan $*: no '$message': $out"
+    grep -qF -- "$option" <<<"$(head -1 <<<"$out")" || fail "plan $*: the first line does not name $option: $out"
+    ! grep -q "accumulation steps$" <<<"$out" || fail "plan $*: a table despite the bad value: $out"
+}
+refused --global-batch "no larger than 9223372036854775807, got 99999999999999999999" \
+    --global-batch 99999999999999999999 --micro-batch 8
+refused --micro-batch "no larger than" --global-batch 64 --micro-batch 9223372036854775808
+refused --world-sizes 'got "": it is empty' --global-batch 64 --micro-batch 8 --world-sizes ""
+refused --world-sizes "got 1,,2: an item is empty" --global-batch 64 --micro-batch 8 --world-sizes 1,,2
+refused --world-sizes "an item is empty" --global-batch 64 --micro-batch 8 --world-sizes 2,
+refused --world-sizes "needs a positive integer, got x" --global-batch 64 --micro-batch 8 --world-sizes 1,x
+refused --world-sizes "--world-sizes needs a value" --global-batch 64 --micro-batch 8 --world-sizes
+refused --global-batch 'got " 64"' --global-batch " 64" --micro-batch 8
+refused --micro-batch "--micro-batch is needed" --global-batch 64
+refused --batch "--batch is not an option" --batch 64
+ok "too large a number, an empty or partly empty --world-sizes, a missing value or option: refused (2), naming the option"
+
+out=$("$reprod" bogus 2>&1)
+[ $? -eq 2 ] && [ "$(head -1 <<<"$out")" = "reprod: bogus is not a command" ] && grep -q "^usage: reprod settings" <<<"$out" ||
+    fail "reprod bogus: $out"
+ok "reprod bogus: named, then the usage (2)"

@@ -11,9 +11,11 @@
  *   reprod version
  */
 #include "config.h"
+#include "record.h"
 #include "reprod.h"
 #include "reprod_tool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,17 +66,54 @@ static int settings(int argc, char **argv)
     return 0;
 }
 
-/* Parse a positive integer argument or exit with a message naming the option. */
+/* Parse a positive integer argument (decimal digits only, at most LONG_MAX) or exit with a
+ * message naming the option: a number too large is refused, never clamped. */
 static long positive(const char *option, const char *text)
 {
-    char *end = NULL;
-    long value = text ? strtol(text, &end, 10) : 0;
-    if (!text || *end || value <= 0) {
-        fprintf(stderr, "reprod plan: %s needs a positive integer, got '%s'\n", option,
-                text ? text : "");
+    char shown[256];
+    const char *why = NULL;
+    long value = 0;
+    if (!text)
+        why = "a value";
+    else if (!text[0] || text[strspn(text, "0123456789")] != '\0')
+        why = "a positive integer";
+    else {
+        errno = 0;
+        value = strtol(text, NULL, 10);
+        if (errno == ERANGE)
+            why = "a positive integer no larger than 9223372036854775807";
+        else if (value <= 0)
+            why = "a positive integer";
+    }
+    if (why) {
+        fprintf(stderr, "reprod plan: %s needs %s, got %s\n", option, why,
+                text ? reprod_escape_value(text, shown, sizeof shown) : "nothing");
         exit(2);
     }
     return value;
+}
+
+/* Check `--world-sizes` as a whole before any row is printed: one or more positive integers
+ * separated by single commas ("", "1,,2" and "2," are refused, naming the option). */
+static void check_world_sizes(const char *sizes)
+{
+    char shown[256];
+    const char *problem = NULL;
+    if (!sizes[0])
+        problem = "it is empty";
+    else if (sizes[0] == ',' || sizes[strlen(sizes) - 1] == ',' || strstr(sizes, ",,"))
+        problem = "an item is empty";
+    if (problem) {
+        fprintf(stderr,
+                "reprod plan: --world-sizes needs positive integers separated by commas "
+                "(1,2,4,8), got %s: %s\n",
+                reprod_escape_value(sizes, shown, sizeof shown), problem);
+        exit(2);
+    }
+    char *copy = strdup(sizes);
+    for (char *item = strtok(copy, ","); item; item = strtok(NULL, ","))
+        positive("--world-sizes", item);
+    free(copy);
 }
 
 static const char plan_help[] =
@@ -106,10 +145,21 @@ static int plan(int argc, char **argv)
             micro = positive(option, value);
         else if (strcmp(option, "--world-sizes") == 0 && value)
             sizes = value;
-        else
-            return fprintf(stderr, "%s", plan_help), 2;
+        else {
+            char shown[256];
+            fprintf(stderr, "reprod plan: %s %s\n%s",
+                    reprod_escape_value(option, shown, sizeof shown),
+                    strcmp(option, "--world-sizes") == 0 ? "needs a value" : "is not an option",
+                    plan_help);
+            return 2;
+        }
     }
-    if (!global || !micro) return fprintf(stderr, "%s", plan_help), 2;
+    if (!global || !micro) {
+        fprintf(stderr, "reprod plan: %s is needed\n%s",
+                !global ? "--global-batch" : "--micro-batch", plan_help);
+        return 2;
+    }
+    check_world_sizes(sizes);
     printf("global batch %ld, micro-batch %ld per device per step\n", global, micro);
     printf("%10s %18s %20s\n", "world size", "per-device batch", "accumulation steps");
     int impossible = 0, accumulating = 0, kept = 0;
@@ -180,5 +230,8 @@ int main(int argc, char **argv)
         printf("reprod %s\n", reprod_version());
         return 0;
     }
+    char shown[256];
+    fprintf(stderr, "reprod: %s is not a command\n",
+            reprod_escape_value(argv[1], shown, sizeof shown));
     return usage();
 }
