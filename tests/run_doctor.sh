@@ -30,6 +30,18 @@ out=$(LD_PRELOAD=$BUILD/libreprod_shim.so "$reprod" run -- sh -c 'echo "$LD_PREL
 [ $? -eq 127 ] || fail "a missing command did not give 127"
 "$reprod" run --help | grep -q "mpirun -np 4 reprod run -- ./solver" || fail "run --help"
 ok "run: no duplicate preload, a bad value refused (2), a missing command 127, --help"
+# Options: "--" is never an option's value; --verbose alone is 1; --option=value.
+show_settings='echo "$REPROD_VERBOSE|$REPROD_MODE"'
+for args in "--verbose --|1|" "--verbose 2 --|2|" "--verbose=0 --|0|" "--mode=ordered --verbose|1|ordered" \
+    "--verbose --mode off --|1|off"; do
+    out=$("$reprod" run ${args%%|*} sh -c "$show_settings" 2>&1)
+    [ "$out" = "${args#*|}" ] || fail "run ${args%%|*} sh: set $out, expected ${args#*|}"
+done
+"$reprod" run --mode -- true 2>"$dir/err"
+[ $? -eq 2 ] && grep -q "^reprod run: --mode needs a value" "$dir/err" || fail "run --mode --: $(cat "$dir/err")"
+"$reprod" run --mood=exact -- true 2>"$dir/err"
+[ $? -eq 2 ] && grep -q "^reprod run: --mood=exact is not an option" "$dir/err" || fail "run --mood: $(cat "$dir/err")"
+ok "run: --verbose -- CMD is REPROD_VERBOSE=1, not --; --option=value; --mode -- refused (2)"
 run_mpi 2 "$reprod" run --verbose 1 -- "$BUILD/tests/mpi/trace_job" >/dev/null 2>"$dir/err" || fail "mpirun reprod run: $(cat "$dir/err")"
 [ "$(grep -c 'summary: 8 calls exact' "$dir/err")" -eq 2 ] || fail "not every rank was reached: $(cat "$dir/err")"
 ok "mpirun -np 2 reprod run -- job: both ranks under the shim"

@@ -3,6 +3,7 @@
  * reprod binary; LD_PRELOAD keeps what it held, the shim appended. Also the environment
  * setup `reprod doctor` shares. */
 #include "config.h"
+#include "record.h"
 #include "reprod_tool.h"
 
 #include <errno.h>
@@ -15,12 +16,14 @@
 extern char **environ;
 
 static const char run_help[] =
-    "usage: reprod run [--mode M] [--rounding R] [--seed-policy P] [--trace DIR] [--verbose N]\n"
+    "usage: reprod run [--mode M] [--rounding R] [--seed-policy P] [--trace DIR] [--verbose [N]]\n"
     "                  [--] CMD [ARGS...]\n"
     "Run CMD with the shim preloaded: LD_PRELOAD gets the libreprod_shim.so next to this\n"
     "reprod binary appended (what it held is kept), the options become REPROD_MODE,\n"
     "REPROD_ROUNDING, REPROD_SEED_POLICY, REPROD_TRACE and REPROD_VERBOSE, and CMD replaces\n"
-    "this process (its exit status is returned). Under a launcher, put reprod run after it:\n"
+    "this process (its exit status is returned). A value follows its option (--mode exact) or\n"
+    "is joined to it (--mode=exact); --verbose without a number is --verbose 1.\n"
+    "Under a launcher, put reprod run after it:\n"
     "    mpirun -np 4 reprod run -- ./solver\n"
     "Exit status: CMD's; 2 for a bad option or value; 126/127 when CMD cannot be run.\n";
 
@@ -124,16 +127,33 @@ int reprod_run_command(int argc, char **argv)
             break;
         }
         if (strncmp(argv[i], "--", 2) != 0) break;
+        /* --option=value, or --option value where the value is not itself an option (nor the
+         * "--" that ends them): `--verbose -- cmd` must not set REPROD_VERBOSE=--. */
+        const char *equals = strchr(argv[i], '=');
+        size_t name_length = equals ? (size_t)(equals - argv[i]) : strlen(argv[i]);
         size_t k = 0, known = sizeof options / sizeof options[0];
-        while (k < known && strcmp(argv[i], options[k][0]) != 0)
+        while (k < known && (strlen(options[k][0]) != name_length ||
+                             strncmp(argv[i], options[k][0], name_length) != 0))
             k++;
-        if (k == known || i + 1 >= argc) {
-            fprintf(stderr, "reprod run: %s %s\n%s", argv[i],
-                    k == known ? "is not an option" : "needs a value", run_help);
+        char shown[256];
+        if (k == known) {
+            fprintf(stderr, "reprod run: %s is not an option\n%s",
+                    reprod_escape_value(argv[i], shown, sizeof shown), run_help);
             return 2;
         }
-        set_option(options[k][1], argv[i + 1]);
-        i += 2;
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        int separate = !equals && next && strncmp(next, "--", 2) != 0;
+        const char *value = equals ? equals + 1 : separate ? next : NULL;
+        if (!equals && strcmp(options[k][1], "REPROD_VERBOSE") == 0 &&
+            (!separate || next[strspn(next, "0123456789")] != '\0'))
+            value = "1", separate = 0; /* --verbose alone, before an option or the command */
+        if (!value) {
+            fprintf(stderr, "reprod run: %s needs a value (%s VALUE or %s=VALUE)\n%s",
+                    options[k][0], options[k][0], options[k][0], run_help);
+            return 2;
+        }
+        set_option(options[k][1], value);
+        i += separate ? 2 : 1;
     }
     if (i >= argc) {
         fprintf(stderr, "reprod run: no command\n%s", run_help);
