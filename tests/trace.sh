@@ -62,6 +62,19 @@ ok "4 vs 2 ranks: $(tail -n +2 <<<"$out" | head -1)"
 [ $? -eq 2 ] || fail "diff of a missing directory did not exit 2"
 ok "a missing trace directory is an error (status 2)"
 
+# What is not two runs' traces is never found to agree: a file (a trace or any other), a
+# directory whose rank0.trace is some other file; traces without a call say so.
+out=$("$reprod" diff "$dir/a/rank0.trace" "$dir/a/rank0.trace" 2>&1)
+[ $? -eq 2 ] && grep -q "is a file, not a run's trace directory" <<<"$out" || fail "diff of two files: $out"
+mkdir "$dir/other" "$dir/empty"
+cp /etc/passwd "$dir/other/rank0.trace"
+out=$("$reprod" diff "$dir/other" "$dir/other" 2>&1)
+[ $? -eq 2 ] && grep -q "line 1 is not the first line of a trace" <<<"$out" || fail "diff of /etc/passwd: $out"
+head -1 "$dir/a/rank0.trace" >"$dir/empty/rank0.trace"
+out=$("$reprod" diff "$dir/empty" "$dir/empty" 2>&1)
+grep -q "hold no call" <<<"$out" || fail "diff of traces without a call: $out"
+ok "diff of a file, of a directory of other files: an error (2), never \"the traces agree\"; of empty traces: said"
+
 # Trace files are created, never reused: an existing trace is not overwritten (the rank warns,
 # naming it, and traces nothing), a symbolic link in its place is not followed, and a trace
 # directory that is a symbolic link, is another user's or is writable by others is refused

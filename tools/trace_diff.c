@@ -12,6 +12,7 @@
 #include "record.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +163,15 @@ static int read_run(const char *dir, struct run *run)
 {
     run->dir = reprod_escape_text(dir, run->shown_dir, sizeof run->shown_dir);
     DIR *listing = opendir(dir);
+    if (!listing && errno == ENOTDIR) {
+        fprintf(stderr,
+                "reprod diff: %s is a file, not a run's trace directory: give the two directories "
+                "REPROD_TRACE named (each holds a rankN.trace per rank)\n",
+                run->dir);
+        return -1;
+    }
     if (!listing) {
-        fprintf(stderr, "reprod diff: cannot read %s\n", run->dir);
+        fprintf(stderr, "reprod diff: cannot read %s: %s\n", run->dir, strerror(errno));
         return -1;
     }
     struct dirent *entry;
@@ -272,6 +280,13 @@ static int diff_same_layout(const struct run *a, const struct run *b)
             first = i;
             first_rank = r;
         }
+    }
+    size_t calls = 0;
+    for (int r = 0; r < a->rank_count; r++)
+        calls += a->ranks[r].length;
+    if (first_rank < 0 && calls == 0) {
+        printf("the traces agree, but hold no call: neither run traced a reduction or a seed\n");
+        return 0;
     }
     if (first_rank < 0) {
         printf("the traces agree: %zu calls on %d ranks\n", a->ranks[0].length, a->rank_count);
