@@ -10,7 +10,7 @@
  *                              where two runs traced with REPROD_TRACE part, and which side
  *   reprod version
  */
-#include "config.h"
+#include "runtime/config.h"
 #include "reprod.h"
 #include "reprod_tool.h"
 
