@@ -11,8 +11,8 @@
  *                              where two runs traced with REPROD_TRACE part, and which side
  *   reprod version
  */
-#include "config.h"
-#include "record.h"
+#include "runtime/config.h"
+#include "runtime/record.h"
 #include "reprod.h"
 #include "reprod_tool.h"
 
