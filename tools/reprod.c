@@ -4,7 +4,7 @@
  *   reprod settings --markdown the table of settings as Markdown (README.md's, `make readme`)
  *   reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]
  *                              per-device batch and accumulation steps that keep the global
- *                              batch fixed for each world size (DESIGN.md section 2, layer 1)
+ *                              batch fixed for each world size (docs/design.md, The problem)
  *   reprod run [options] -- CMD  run CMD with the shim preloaded (run.c)
  *   reprod doctor -- CMD       what the shim reached in CMD and what it could not (doctor.c)
  *   reprod diff <trace-dir-a> <trace-dir-b>
