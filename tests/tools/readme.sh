@@ -65,9 +65,11 @@ awk '
 # the Makefile, and a path in a skipped command must exist.
 declare -A SKIPPED=(
     ["make test"]="every test, this one included: make test is what runs this script"
+    ["make deps"]="installs Debian packages (as root): the machine's business, not a test's"
     ["make test-unit"]="the unit tests: make test runs them"
     ["make test-scripts ONLY=tests/runtime/settings.sh"]="another test script: make test runs it"
     ["make demo"]="2 to 3 minutes of training runs; .ci/run runs it after make test"
+    ["tools/run-demo --check"]="a minute of training runs; make demo, which .ci/run runs, checks more"
     ["make bench"]="minutes of timing, which needs a quiet machine"
     ["make fuzz"]="100000 iterations; make test runs 2000 of them (tests/engine/fuzz_engine.sh)"
     ["make test-sanitize"]="the whole suite again, instrumented (about 11 minutes); .ci/run runs it"
