@@ -84,7 +84,7 @@ static int settings(int argc, char **argv)
                "environment as the shim will when it loads, and print each setting's value and "
                "meaning.\n--markdown: print the table of settings (allowed values, default, "
                "meaning) as Markdown instead, whatever the environment holds.\nExit status: 0; "
-               "2 when a value is not valid.\n");
+               "2 when a value is not valid or an argument unknown.\n");
         return 0;
     }
     if (argc == 1 && strcmp(argv[0], "--markdown") == 0) {
