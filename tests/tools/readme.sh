@@ -3,11 +3,13 @@
 # - its table of settings is the shim's own: between its "settings: begin" and "settings: end"
 #   lines it holds exactly what `build/reprod settings --markdown` prints (`make readme`);
 # - every shell command it shows runs as written: its ```sh blocks, in README order, in one
-#   shell, from the repository root, with Open MPI's root permission left to what README says
-#   (run as root or not, on 2 cores), except the commands SKIPPED lists below with the reason;
-#   every other fenced block names its language, and none is indented instead of fenced;
+#   shell, from the repository root, with Open MPI's permission to run as root left to what
+#   README says (CI runs as root, on 2 cores), except the commands SKIPPED lists below, each
+#   with why; every other fenced block names its language, and none is indented instead;
 # - every repository path that README.md and docs/*.md name in backquotes exists, and every
 #   link between them reaches a file and, with #, a heading of it.
+# The commands get README_TIMEOUT seconds in all (300 by default; about 30 on an idle 2-core
+# machine). Under a sanitizer run they are skipped: they name the plain build.
 . tests/lib.sh
 
 README=$ROOT/README.md
