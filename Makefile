@@ -5,6 +5,7 @@
 #   make fuzz     run the engine fuzzer for long (FUZZ_ITERATIONS, FUZZ_SEED)
 #   make bench    print the benchmark ratios
 #   make demo     run the example job natively and under the shim
+#   make readme   write the table of settings into README.md
 
 CC      ?= gcc
 # Both MPI families are installed side by side: name each one's tools explicitly.
@@ -153,6 +154,7 @@ EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: readme
 .PHONY: gpu-tests test-gpu
 .PHONY: format
 
@@ -488,6 +490,19 @@ bench: deps
 demo: deps
 	@$(MAKE) --no-print-directory all $(EX_BIN)
 	@tools/run-demo
+
+# README.md's table of settings is the shim's own (`reprod settings --markdown`, from the table
+# in shim/runtime/config.c), written between its two marker lines; tests/tools/readme.sh fails
+# when they differ.
+readme: $(TOOL)
+	@test "$$(grep -c '^<!-- settings: \(begin\|end\)' README.md)" = 2 || \
+	    { echo "README.md: expected one '<!-- settings: begin' and one '<!-- settings: end' line" >&2; exit 1; }
+	@$(TOOL) settings --markdown >$(BUILD)/settings.md
+	@awk -v table=$(BUILD)/settings.md '/^<!-- settings: end/ { inside = 0 } !inside { print } \
+	    /^<!-- settings: begin/ { while ((getline line < table) > 0) print line; inside = 1 }' \
+	    README.md >$(BUILD)/README.md
+	@cmp -s $(BUILD)/README.md README.md && echo "README.md: the table of settings is current" || \
+	    { cp $(BUILD)/README.md README.md && echo "README.md: the table of settings rewritten"; }
 
 format:
 	clang-format -i include/*.h shim/*.h shim/*/*.[ch] hooks/*.h hooks/*/*.[ch] hooks/*/*/*.c tests/unit/*.[ch] tests/mpi/*.[ch] bench/*.c tools/*.c

@@ -1,6 +1,6 @@
 /* mpi_path.c: the arithmetic of every MPI reduction (mpi_reduce_blocks) and the blocking data
  * paths: move raw contributions with the real library, reduce them in one place, move results
- * back. See DESIGN.md section 5. */
+ * back. See docs/mpi.md, "How the data moves". */
 #include "mpi/mpi_path.h"
 
 #include "common.h"

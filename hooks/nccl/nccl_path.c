@@ -1,4 +1,4 @@
-/* nccl_path.c: the data path of one deterministic NCCL reduction (DESIGN.md section 5), all
+/* nccl_path.c: the data path of one deterministic NCCL reduction (docs/nccl.md), all
  * enqueued on the caller's stream, asynchronous, capturable, with no host synchronisation.
  *
  * The message goes in pieces whose scratch fits REPROD_SCRATCH_MB, chosen when the call is made;

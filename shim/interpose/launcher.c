@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Programs that start or host ranks and are never one (README "Under mpirun" lists them). */
+/* Programs that start or host ranks and are never one (docs/design.md, "Launchers"). */
 static const char *const launcher_executables[] = {
     "mpiexec.hydra", "hydra_pmi_proxy", "pmi_proxy", /* Hydra: MPICH, MVAPICH, Intel MPI */
     "orterun",       "orted",                        /* Open MPI 4 (mpirun links to orterun) */

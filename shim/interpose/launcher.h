@@ -3,7 +3,7 @@
  *
  * A launcher preloaded with the shim (`LD_PRELOAD=... mpirun ...`) passes LD_PRELOAD on to
  * the ranks it starts; itself, it must not be changed: no seed re-derived, no entropy pinned,
- * no file, no count, no output (README "Under mpirun"). reprod_config() asks once, at load.
+ * no file, no count, no output (docs/design.md, "Launchers"). reprod_config() asks once, at load.
  */
 #ifndef REPROD_LAUNCHER_H
 #define REPROD_LAUNCHER_H

@@ -155,7 +155,8 @@ static const char *show_scratch(const struct reprod_config *config, char *text, 
 
 #define WORD_FIELD(field) .word_field = offsetof(struct reprod_config, field)
 
-/* DESIGN.md section 4, in its order (a bad value is reported for the first one in it). */
+/* The settings in the order of docs/design.md, Settings (a bad value is reported for the
+ * first one in it); README.md's table is generated from this one (`make readme`). */
 const struct reprod_setting reprod_settings[] = {
     {.name = "REPROD_MODE",
      .words = mode_words,

@@ -1,4 +1,4 @@
-/* config.h: the REPROD_* settings of DESIGN.md section 4, read once when the shim loads.
+/* config.h: the REPROD_* settings (docs/design.md, Settings), read once when the shim loads.
  *
  * A bad value stops the process before main with exit status 2 and one line naming the
  * variable, the value and the allowed values.
@@ -40,9 +40,10 @@ struct reprod_config {
 #define REPROD_SCRATCH_MB_DEFAULT 64
 #define REPROD_SCRATCH_MB_MAX     1048576
 
-/* One setting of DESIGN.md section 4, defined once: the parser, the unknown-variable check and
- * `reprod settings` all read this table. A word setting stores the index of its word in an
- * int-sized field; the others have their own parse and show functions. */
+/* One setting, defined once: the parser, the unknown-variable check and `reprod settings`
+ * (README.md's table of settings too, through `make readme`) all read this table. A word
+ * setting stores the index of its word in an int-sized field; the others have their own parse
+ * and show functions. */
 struct reprod_setting {
     const char *name;          /* "REPROD_MODE" */
     const char *const *words;  /* a word setting: its words, NULL-terminated; index = value */

@@ -1,4 +1,4 @@
-/* policy.c: the one table of DESIGN.md section 3 (exact / ordered / pass-through). */
+/* policy.c: the one decision table (exact / ordered / pass-through): docs/design.md, Decisions. */
 #include "runtime/policy.h"
 
 #include "runtime/config.h"

@@ -2,11 +2,11 @@
  * it: the escaping of values that come from outside the shim, and the key=value records that
  * `reprod doctor` and `reprod diff` read back (the counts: line of the log, a trace's lines).
  *
- * Escaping (README.md, "What the shim writes"): a backslash becomes \\, a newline \n, a tab \t,
- * a carriage return \r, and any other byte that could end a line, move a terminal's cursor or
- * hide text becomes \xHH: control characters, DEL, bytes that are not well-formed UTF-8, the C1
- * controls, Unicode's line and paragraph separators and its invisible formatting and
- * bidirectional controls. In a record's word the space and every byte beyond ASCII are escaped
+ * Escaping (docs/design.md, "What the shim writes"): a backslash becomes \\, a newline \n, a
+ * tab \t, a carriage return \r, and any other byte that could end a line, move a terminal's
+ * cursor or hide text becomes \xHH: control characters, DEL, bytes that are not well-formed
+ * UTF-8, the C1 controls, Unicode's line and paragraph separators and its invisible formatting
+ * and bidirectional controls. In a record's word the space and every byte beyond ASCII are escaped
  * too. Escaped text is never longer than 4 times the value.
  *
  * A record is words `key=value` separated by one space; a key is made of letters, digits, '.',

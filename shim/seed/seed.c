@@ -1,4 +1,4 @@
-/* seed.c: seed derivation (the policies of DESIGN.md section 4), its inverse, and one
+/* seed.c: seed derivation (the policies of docs/seeding.md), its inverse, and one
  * intercepted seeding call: derived, or kept when the shim produced the seed (seed_record.h),
  * and logged.
  *

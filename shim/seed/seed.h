@@ -1,4 +1,4 @@
-/* seed.h: the seed policies of DESIGN.md section 4 applied to one intercepted seeding call,
+/* seed.h: the seed policies (docs/seeding.md) applied to one intercepted seeding call,
  * the bijective mixers behind them, and their inverses (which prove the bijections in tests).
  *
  * A hook calls reprod_seed_replace*(api, seed) and hands the result to the real function; the

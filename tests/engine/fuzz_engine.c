@@ -8,10 +8,10 @@
  * reduction runs in every way the engine can run it (each kernel level this CPU has, the
  * general path, permuted contributions, in place over a contribution) and must give, element
  * by element, MPFR's correctly rounded mpfr_sum (engine_oracle.h), with the zero signs of
- * DESIGN.md section 3; the ordered fold must give a plain rank-order loop. Neither may write
- * outside the result nor change a contribution. A mismatch prints the seed, the iteration, the
- * command that replays it and the inputs of the element, and the program exits 1; it exits 0
- * when every element matched and 2 on bad usage.
+ * docs/design.md, Guarantees; the ordered fold must give a plain rank-order loop. Neither may
+ * write outside the result nor change a contribution. A mismatch prints the seed, the
+ * iteration, the command that replays it and the inputs of the element, and the program exits
+ * 1; it exits 0 when every element matched and 2 on bad usage.
  */
 #include "engine/engine.h"
 #include "engine/engine_kernels.h" /* engine_limit_kernels: every kernel level */
@@ -184,7 +184,7 @@ static uint64_t load_element(reprod_type t, const void *array, size_t i)
     return bits;
 }
 
-/* The bits of an exactly zero sum by DESIGN.md section 3 (-0 when every term is -0, +0 when
+/* The bits of an exactly zero sum by docs/design.md, Guarantees (-0 when every term is -0, +0 when
  * every term is +0, otherwise +0, or -0 rounding down), or 1 when the sum is not exactly zero
  * (1 is never a zero's bits). Independent of the oracle's own zero handling. */
 static uint64_t zero_rule(const struct fuzz_case *c, size_t i)
@@ -293,7 +293,7 @@ static void fuzz_exact(struct fuzz_case *c, struct rng *r)
         if ((expected[i] & (tf_sign(&test_formats[c->type]) - 1)) == 0) {
             uint64_t rule = zero_rule(c, i);
             if (rule != 1 && rule != expected[i])
-                report(c, "MPFR's zero against DESIGN.md 3", "oracle", i, rule, expected[i]);
+                report(c, "MPFR's zero against docs/design.md", "oracle", i, rule, expected[i]);
         }
     }
     /* Which tier decides each element, by the per-element functions the GPU kernels run: for

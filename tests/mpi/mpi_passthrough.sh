@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the shim cannot serve the MPI library, every call still reaches the real function and
-# the job runs exactly as without the shim, with a warning that says why (DESIGN.md: never a
-# NULL call):
+# the job runs exactly as without the shim, with a warning that says why (docs/design.md,
+# Safety rules: never a NULL call):
 #   - a shim built without MPICH's headers (build/nompich/, as `make MPI_FAMILIES=openmpi`
 #     builds it) under MPICH programs in C and Fortran: the native run's bits;
 #   - a stand-in MPI library of no known family (tests/standins/mpi_standin.c);

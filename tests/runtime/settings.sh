@@ -45,6 +45,16 @@ REPROD_ROUNDING=up "$BUILD/reprod" settings | grep -q "REPROD_ROUNDING=up" ||
 REPROD_ROUNDING=sideways "$BUILD/reprod" settings 2>/dev/null && fail "reprod settings accepted a bad value"
 ok "reprod settings validates and prints the settings"
 
+# --markdown prints the table alone, whatever the environment holds (README's table is this);
+# an unknown argument is named, never ignored.
+REPROD_ROUNDING=sideways "$BUILD/reprod" settings --markdown | grep -q '^| `REPROD_ROUNDING` | `nearest`, ' ||
+    fail "reprod settings --markdown: no REPROD_ROUNDING row, or it read the environment"
+err=$("$BUILD/reprod" settings --markdwon 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 2 ] && grep -q "unknown argument '--markdwon'" <<<"$err" ||
+    fail "reprod settings --markdwon: status $status, $err"
+ok "reprod settings --markdown prints the table; an unknown argument is refused: $(head -1 <<<"$err")"
+
 # The log pattern: %h, %p and %r expand, and the file receives the lines.
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cuRAND's curandSetPseudoRandomGeneratorSeed under the shim (hooks/seeding/curand.c), with libcurand
 # loaded RTLD_LOCAL: a host generator seeded with s under the shim gives what it gives without
-# the shim seeded with the policy's derivation of s (tests/seed/seed_reference.py, README's formula,
-# computed without the shim). On the host-only stand-in, and on
+# the shim seeded with the policy's derivation of s (tests/seed/seed_reference.py,
+# docs/seeding.md's formula, computed without the shim). On the host-only stand-in, and on
 # the real libcurand (its host generator needs no GPU) when CUDA's is installed.
 . tests/lib.sh
 

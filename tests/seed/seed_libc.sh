@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # libc's seeding calls under the shim (hooks/seeding/rng.c): for every API and policy, a run under the
 # shim seeded with s prints what a run without it prints when seeded with the policy's
-# derivation of s, as tests/seed/seed_reference.py computes it from README's formula without the
-# shim; the exported reprod_seed_derive* (what a user calls to reproduce a run without the
-# shim) give the same values; the rank comes from each launcher's variable, does not
+# derivation of s, as tests/seed/seed_reference.py computes it from docs/seeding.md's formula
+# without the shim; the exported reprod_seed_derive* (what a user calls to reproduce a run
+# without the shim) give the same values; the rank comes from each launcher's variable, does not
 # depend on the world size, and is 0 (said in the log) while unknown; unseeded generators and
 # the policy off are untouched; each call is logged at REPROD_VERBOSE=2; a state that seed48
 # handed back and the caller passes back restores the generator instead of being derived again.

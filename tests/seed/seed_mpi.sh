@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seeding under mpirun: each rank is seeded as the reference derivation (tests/seed/seed_reference.py,
-# README's formula) says for its rank (from the
+# docs/seeding.md's formula) says for its rank (from the
 # launcher's variable before MPI_Init, from MPI after it), rank r's seeds are the same in
 # worlds of 2 and 3 ranks, and a process without a launcher learns its rank from MPI_Init.
 . tests/lib.sh

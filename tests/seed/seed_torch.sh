@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # PyTorch's generators under the shim (hooks/seeding/torch.c). torch.manual_seed(s) and
 # torch.Generator().manual_seed(s): torch.rand is the same over two runs, and equal to a run
-# WITHOUT the shim seeded with the policy's derivation of s (tests/seed/seed_reference.py, README's
-# formula, computed without the shim): proof that the preloaded
+# WITHOUT the shim seeded with the policy's derivation of s (tests/seed/seed_reference.py,
+# docs/seeding.md's formula, computed without the shim): proof that the preloaded
 # at::CPUGeneratorImpl::set_current_seed takes the vtable slot of the RTLD_LOCAL libtorch_cpu.
 # Seeding again with the seed a generator reports (torch.manual_seed(torch.initial_seed()))
 # keeps its stream: the shim does not derive its own seed a second time.

@@ -19,7 +19,7 @@ traced b 2 42
 traced c 2 43
 line=$(grep -m1 'action=seed' "$dir/a/rank1.trace") || fail "no seeding line: $(cat "$dir/a/rank1.trace")"
 # seed 42 = 0x2a passed; the one srand got is its 32-bit derivation under policy hash, as the
-# reference (tests/seed/seed_reference.py, README's formula) computes it without the shim.
+# reference (tests/seed/seed_reference.py, docs/seeding.md's formula) computes it without the shim.
 expected=$(printf '%016x' "$(derive hash 1 32 42)")
 grep -q "^seq=1 api=srand action=seed detail=hash count=0 ranks=[0-9]* in=000000000000002a out=$expected$" <<<"$line" ||
     fail "unexpected seeding line (expected out=$expected): $line"

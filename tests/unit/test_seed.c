@@ -68,9 +68,10 @@ Test(seed, hash_is_splitmix64_reference_values)
     cr_expect_eq(reprod_mix64(0), UINT64_C(0xE220A8397B1DCDAF));
 }
 
-/* Every policy and width against values computed without the shim: README's formula in a few
- * lines of Python (tests/seed/seed_reference.py, which checks splitmix64's published outputs). A
- * derivation that changes anywhere (K(r + 1) for K(r), s + r for s - r) fails here. */
+/* Every policy and width against values computed without the shim: docs/seeding.md's formula
+ * in a few lines of Python (tests/seed/seed_reference.py, which checks splitmix64's published
+ * outputs). A derivation that changes anywhere (K(r + 1) for K(r), s + r for s - r) fails
+ * here. */
 struct reference {
     int width;
     reprod_seed_policy policy;
