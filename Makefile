@@ -5,6 +5,7 @@
 #   make fuzz     run the engine fuzzer for long (FUZZ_ITERATIONS, FUZZ_SEED)
 #   make bench    print the benchmark ratios
 #   make demo     run the example job natively and under the shim
+#   make readme   write the table of settings into README.md
 
 CC      ?= gcc
 # Both MPI families are installed side by side: name each one's tools explicitly.
@@ -27,10 +28,10 @@ CFLAGS   ?=
 STRINGOPS := -mmemset-strategy=vector_loop:256:noalign,libcall:-1:noalign \
              -mmemcpy-strategy=vector_loop:256:noalign,libcall:-1:noalign
 STRINGOPS := $(shell $(CC) $(STRINGOPS) -Werror -x c -c /dev/null -o /dev/null 2>/dev/null && echo '$(STRINGOPS)')
-SHIMFLAGS = $(BASE) $(STRINGOPS) -fPIC -fvisibility=hidden -Iinclude -Ishim $(CFLAGS)
+SHIMFLAGS = $(BASE) $(STRINGOPS) -fPIC -fvisibility=hidden -Iinclude -Ishim -Ihooks $(CFLAGS)
 
 # The MPI hooks include no mpi.h: each family's constants come from its own header, compiled
-# into one file each (hooks/mpi_abi_openmpi.c, hooks/mpi_abi_mpich.c), which refuses any other
+# into one file each (hooks/mpi/abi/mpi_abi_openmpi.c, hooks/mpi/abi/mpi_abi_mpich.c), which refuses any other
 # family's mpi.h. Nothing links against either library. MPI_FAMILIES names the families the
 # shim is built for; each needs its headers (found through its mpicc), and a family left out
 # is reported unsupported at run time, its jobs passed through unchanged, logged:
@@ -44,15 +45,15 @@ MPICH_HEADER   := $(firstword $(wildcard $(addsuffix /mpi.h,$(MPICH_INC_DIRS))))
 OMPI_INC  := $(if $(filter openmpi,$(MPI_FAMILIES)),$(addprefix -I,$(OMPI_INC_DIRS)) -DOMPI_SKIP_MPICXX=1,-DREPROD_WITHOUT_OPENMPI_HEADERS)
 MPICH_INC := $(if $(filter mpich,$(MPI_FAMILIES)),$(addprefix -I,$(MPICH_INC_DIRS)),-DREPROD_WITHOUT_MPICH_HEADERS)
 
-# nvcc, when present, builds the device kernels (shim/cuda_kernels.cu) into a fatbin that the
-# shim embeds (shim/cuda_image.S); `make NVCC=` builds a shim without them (host path only).
+# nvcc, when present, builds the device kernels (shim/device/cuda_kernels.cu) into a fatbin that the
+# shim embeds (shim/device/cuda_image.S); `make NVCC=` builds a shim without them (host path only).
 # -fmad=false -ftz=false -prec-div=true: the device computes as the host engine does.
 NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
-NVCCFLAGS := -std=c++17 -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Iinclude -Ishim
+NVCCFLAGS := -std=c++17 -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Iinclude -Ishim -Ihooks
 NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
-KERNEL_SRC    := shim/cuda_kernels.cu shim/cuda_kernel.h shim/engine_inner.h shim/engine_round.h \
-                 shim/engine_ordered.h include/reprod.h
+KERNEL_SRC    := shim/device/cuda_kernels.cu shim/device/cuda_kernel.h shim/engine/engine_inner.h shim/engine/engine_round.h \
+                 shim/engine/engine_ordered.h include/reprod.h
 KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
 # The CUDA headers of the NCCL stand-ins and test programs (never the shim's).
 CUDA_INC  ?= /usr/local/cuda/include
@@ -62,10 +63,10 @@ CUDA_INC  ?= /usr/local/cuda/include
 # rewritten only when its content changes; what depends on an item rebuilds when it changes, and
 # only that (a new nvcc remakes the kernels, not the MPI hooks):
 #   cc       the C compiler, its version and flags: every object and program
-#   openmpi  Open MPI's headers (or "not built"): hooks/mpi_abi_openmpi.o, the Open MPI programs
-#   mpich    MPICH's headers (or "not built"): hooks/mpi_abi_mpich.o, the MPICH programs
+#   openmpi  Open MPI's headers (or "not built"): hooks/mpi/abi/mpi_abi_openmpi.o, the Open MPI programs
+#   mpich    MPICH's headers (or "not built"): hooks/mpi/abi/mpi_abi_mpich.o, the MPICH programs
 #   nvcc     nvcc, its version and flags (or "none"): the kernels' fatbin
-#   kernels  whether the shim embeds kernels: shim/cuda_module.o
+#   kernels  whether the shim embeds kernels: shim/device/cuda_module.o
 #   cuda     the CUDA include directory: the NCCL stand-ins and test programs
 # (Headers' own changes are followed through the compiler's dependency files.) Before compiling
 # anything, the build checks that what it needs is there, and otherwise stops with the Debian
@@ -106,9 +107,9 @@ NVCC_VERSION := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.
 KERNEL_SASS := $(patsubst code=sm_%,%,$(filter code=sm_%,$(subst $(comma), ,$(NVCC_ARCH))))
 KERNEL_PTX  := $(patsubst code=compute_%,%,$(filter code=compute_%,$(subst $(comma), ,$(NVCC_ARCH))))
 
-SHIM_SRC  := $(sort $(wildcard shim/*.c))
-HOOK_SRC  := $(sort $(wildcard hooks/*.c))
-SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o) $(if $(NVCC),$(BUILD)/obj/shim/cuda_image.o)
+SHIM_SRC  := $(sort $(wildcard shim/*/*.c))
+HOOK_SRC  := $(sort $(wildcard hooks/*/*.c hooks/*/*/*.c))
+SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o) $(if $(NVCC),$(BUILD)/obj/shim/device/cuda_image.o)
 HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
 
 SHIM      := $(BUILD)/libreprod_shim.so
@@ -153,6 +154,7 @@ EX_SRC    := $(sort $(wildcard examples/*.c))
 EX_BIN    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test test-unit test-scripts fuzz instrumented test-sanitize test-tsan bench demo deps clean
+.PHONY: readme
 .PHONY: gpu-tests test-gpu
 .PHONY: format
 
@@ -171,12 +173,12 @@ $(addprefix $(CONFIG)/,$(CONFIG_ITEMS)): $(CONFIG)/%: FORCE
 .PHONY: FORCE
 FORCE:
 
-$(BUILD)/obj/hooks/mpi_abi_openmpi.o: $(CONFIG)/openmpi
-$(BUILD)/obj/hooks/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
-$(BUILD)/obj/hooks/mpi_abi_mpich.o: $(CONFIG)/mpich
-$(BUILD)/obj/hooks/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
-$(BUILD)/obj/shim/cuda_module.o: $(CONFIG)/kernels
-$(BUILD)/obj/shim/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS \
+$(BUILD)/obj/hooks/mpi/abi/mpi_abi_openmpi.o: $(CONFIG)/openmpi
+$(BUILD)/obj/hooks/mpi/abi/mpi_abi_openmpi.o: SHIMFLAGS += $(OMPI_INC)
+$(BUILD)/obj/hooks/mpi/abi/mpi_abi_mpich.o: $(CONFIG)/mpich
+$(BUILD)/obj/hooks/mpi/abi/mpi_abi_mpich.o: SHIMFLAGS += $(MPICH_INC)
+$(BUILD)/obj/shim/device/cuda_module.o: $(CONFIG)/kernels
+$(BUILD)/obj/shim/device/cuda_module.o: SHIMFLAGS += $(if $(NVCC),-DREPROD_HAVE_KERNELS \
     -DREPROD_KERNEL_CUDA_VERSION=$(or $(NVCC_VERSION),0) -DREPROD_KERNEL_SASS='"$(KERNEL_SASS)"' \
     -DREPROD_KERNEL_PTX='"$(KERNEL_PTX)"')
 # Programs and libraries built with $(CC) (the rules below name their sources with $< or a
@@ -194,24 +196,24 @@ $(BUILD)/obj/%.o: %.c $(CONFIG)/cc
 
 # dlsym(RTLD_NEXT) must reach glibc as a tail call from the shim's dlsym, with the caller's
 # return address in place; and ASan's start-up calls dlsym before its shadow memory exists.
-$(BUILD)/obj/hooks/dlsym.o $(BUILD)/obj/shim/glibc_dlsym.o: SHIMFLAGS += -fno-sanitize=all -foptimize-sibling-calls
+$(BUILD)/obj/hooks/nccl/dlsym.o $(BUILD)/obj/shim/interpose/glibc_dlsym.o: SHIMFLAGS += -fno-sanitize=all -foptimize-sibling-calls
 # The engine's kernels are tight loops of a few dozen instructions whose speed moved by 5-15%
 # with where the code around them happened to put them; aligned to 64 bytes, it does not.
-$(BUILD)/obj/shim/engine%.o: SHIMFLAGS += -falign-loops=64
+$(BUILD)/obj/shim/engine/engine%.o: SHIMFLAGS += -falign-loops=64
 
 # The kernels: rebuilt only when their sources change (nvcc is slow). ptxas reports each
 # architecture's stack frame; tests/gpu/kernel_limits.sh fails the build when one exceeds CUDA's
 # default 1 KiB a thread or when no PTX is embedded (make test-gpu prints what it found).
 $(KERNEL_FATBIN): $(KERNEL_SRC) tests/gpu/kernel_limits.sh $(CONFIG)/nvcc
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Xptxas -v -fatbin shim/cuda_kernels.cu -o $@.tmp \
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Xptxas -v -fatbin shim/device/cuda_kernels.cu -o $@.tmp \
 	    2>$(BUILD)/cuda/ptxas.log || { cat $(BUILD)/cuda/ptxas.log; rm -f $@.tmp; exit 1; }
 	sh tests/gpu/kernel_limits.sh $(BUILD)/cuda/ptxas.log $@.tmp >$(BUILD)/cuda/kernel_limits.txt \
 	    || { cat $(BUILD)/cuda/kernel_limits.txt; rm -f $@.tmp; exit 1; }
 	@cat $(BUILD)/cuda/kernel_limits.txt
 	mv $@.tmp $@
 
-$(BUILD)/obj/shim/cuda_image.o: shim/cuda_image.S $(KERNEL_FATBIN) $(CONFIG)/cc
+$(BUILD)/obj/shim/device/cuda_image.o: shim/device/cuda_image.S $(KERNEL_FATBIN) $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) -c -DREPROD_FATBIN='"$(KERNEL_FATBIN)"' $< -o $@
 
@@ -230,28 +232,28 @@ $(CORE): $(SHIM_OBJ)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 $(TOOL): $(TOOL_SRC) $(wildcard tools/*.h) $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $(TOOL_SRC) -o $@ $(CORE) -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Ihooks $(CFLAGS) $(TOOL_SRC) -o $@ $(CORE) -ldl -lpthread -lm
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< $(UNIT_EXTRA) -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Ihooks -Itests/unit $(CFLAGS) $< $(UNIT_EXTRA) -o $@ $(CORE) -lcriterion -lmpfr -lgmp -ldl -lpthread -lm
 
 # The kernel's unit test also checks the stand-in libcuda's host build of the kernels.
 $(BUILD)/tests/test_cuda_kernel: tests/standins_nccl/kernels.c tests/standins_nccl/kernels.h \
-    shim/cuda_kernel.h shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
+    shim/device/cuda_kernel.h shim/engine/engine_ordered.h shim/engine/engine_inner.h shim/engine/engine_round.h
 $(BUILD)/tests/test_cuda_kernel: UNIT_EXTRA = tests/standins_nccl/kernels.c
 
-# The engine's fuzzer against MPFR (tests/fuzz_engine.c; make fuzz).
-$(BUILD)/tests/fuzz_engine: tests/fuzz_engine.c tests/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
+# The engine's fuzzer against MPFR (tests/engine/fuzz_engine.c; make fuzz).
+$(BUILD)/tests/fuzz_engine: tests/engine/fuzz_engine.c tests/engine/fuzz_inputs.h $(CORE) tests/unit/engine_oracle.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lmpfr -lgmp -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Ihooks -Itests/unit $(CFLAGS) $< -o $@ $(CORE) -lmpfr -lgmp -ldl -lpthread -lm
 
 # Plain test programs (no shim, no MPI): what a preloaded process looks like from inside.
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -Iinclude $(CFLAGS) $< -o $@ -ldl -lpthread -lm
 
-# A preload library that fails the shim's large allocations on one rank (tests/mpi_hostile.sh).
+# A preload library that fails the shim's large allocations on one rank (tests/mpi/mpi_hostile.sh).
 $(BUILD)/tests/progs/libfailalloc.so: tests/progs/failalloc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -ldl
@@ -262,7 +264,7 @@ $(BUILD)/tests/standins/lib%.so: tests/standins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) $< -o $@ -lm
 
-# The stand-in MPI library (tests/standins/mpi_standin.c, tests/mpi_passthrough.sh): of no
+# The stand-in MPI library (tests/standins/mpi_standin.c, tests/mpi/mpi_passthrough.sh): of no
 # known family (the generic rule above), and, under the same name in a directory of its own,
 # one that looks like MPICH and lacks MPI_Alltoallv; the job that links it picks one with
 # LD_LIBRARY_PATH.
@@ -273,7 +275,7 @@ $(MPI_STANDIN_INCOMPLETE): tests/standins/mpi_standin.c tests/standins/mpi_stand
 	$(CC) $(BASE) -fPIC -shared $(CFLAGS) -DSTANDIN_WITHOUT_ALLTOALLV \
 	    '-DSTANDIN_VERSION="MPICH Version: 4.0.2 (a stand-in lacking MPI_Alltoallv)"' $< -o $@
 
-# The seeding stand-ins without what the hooks want (tests/seed_missing.sh): a libcurand
+# The seeding stand-ins without what the hooks want (tests/seed/seed_missing.sh): a libcurand
 # lacking its seeding call, a libtorch_cuda hiding the callers whose seeds pass unchanged.
 SEED_STANDIN_VARIANTS := $(BUILD)/tests/standins/lacking/libcurand.so $(BUILD)/tests/standins/lacking/libtorchcuda.so
 $(BUILD)/tests/standins/lacking/libcurand.so: STANDIN_VARIANT = -DSTANDIN_WITHOUT_SEEDING
@@ -297,10 +299,10 @@ STANDIN_CUDA_SRC := $(filter-out %/cuda_runtime.c,$(wildcard tests/standins_nccl
 STANDIN_NCCL_SRC := $(wildcard tests/standins_nccl/nccl_*.c)
 STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
 
-# The kernels' host build includes the shim's headers (shim/cuda.h would hide CUDA's cuda.h
+# The kernels' host build includes the shim's headers (shim/device/cuda.h would hide CUDA's cuda.h
 # from the other stand-in files): an object of its own.
-$(STANDINS)/kernels.o: $(STANDIN_KERNEL_SRC) tests/standins_nccl/kernels.h shim/cuda_kernel.h \
-    shim/engine_ordered.h shim/engine_inner.h shim/engine_round.h
+$(STANDINS)/kernels.o: $(STANDIN_KERNEL_SRC) tests/standins_nccl/kernels.h shim/device/cuda_kernel.h \
+    shim/engine/engine_ordered.h shim/engine/engine_inner.h shim/engine/engine_round.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -Itests/standins_nccl -Ishim -Iinclude $(CFLAGS) -c $(STANDIN_KERNEL_SRC) -o $@
 
@@ -322,7 +324,7 @@ $(STANDINS)/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1 $(STANDIN
 $(STANDINS)/libnccl.so: $(STANDINS)/libnccl.so.2
 	ln -sf libnccl.so.2 $@
 
-# Stand-ins of an older library that lacks one function the shim wants (tests/nccl_device.sh),
+# Stand-ins of an older library that lacks one function the shim wants (tests/nccl/nccl_device.sh),
 # one directory each, put before build/standins in LD_LIBRARY_PATH: the same sources with the
 # symbol made local (and left out of libcuda's cuGetProcAddress too).
 CUDA_WITHOUT := cuMemAllocAsync cuMemPoolTrimTo
@@ -385,9 +387,9 @@ $(BUILD)/nonvcc/libreprod_shim.so: FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nonvcc NVCC= $@
 
 # A shim built without MPICH's headers, as `make MPI_FAMILIES=openmpi` builds it, for the tests
-# of its pass-through (tests/mpi_passthrough.sh): the build's own objects but one.
+# of its pass-through (tests/mpi/mpi_passthrough.sh): the build's own objects but one.
 NOMPICH_OBJ := $(filter-out %/mpi_abi_mpich.o,$(SHIM_OBJ) $(HOOK_OBJ)) $(BUILD)/nompich/mpi_abi_mpich.o
-$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi_abi_mpich.c $(CONFIG)/cc
+$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi/abi/mpi_abi_mpich.c $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIMFLAGS) -DREPROD_WITHOUT_MPICH_HEADERS -MMD -MP -c $< -o $@
 
@@ -420,7 +422,7 @@ $(BUILD)/bench/bench_mpi%: bench/bench_mpi%.c
 
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -O3 -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
+	$(CC) $(BASE) -O3 -Iinclude -Ishim -Ihooks $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
 
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
@@ -429,7 +431,7 @@ $(BUILD)/examples/%: examples/%.c
 # The device checks against the real driver (tests/gpu/): built here, run on a GPU machine.
 $(BUILD)/tests/gpu/%: tests/gpu/%.c $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) -Iinclude -Ishim $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
+	$(CC) $(BASE) -Iinclude -Ishim -Ihooks $(CFLAGS) $< -o $@ $(CORE) -ldl -lpthread -lm
 
 gpu-tests: $(GPU_TEST_BIN)
 
@@ -444,8 +446,8 @@ test: deps
 	@tools/run-tests
 
 # One group: `make test-unit`, `make test-scripts`, or a single script with
-# `make test-scripts ONLY=tests/mpi_exactness.sh`. The unit tests need only themselves: with
-# another compiler, `make BUILD=build/clang CC=clang NVCC= test-unit` (as CI does).
+# `make test-scripts ONLY=tests/mpi/mpi_exactness.sh`. The unit tests need only themselves:
+# with another compiler, `make BUILD=build/clang CC=clang NVCC= test-unit` (as CI does).
 test-unit: all $(UNIT_BIN)
 	@TEST_UNIT_DIR=$(BUILD)/tests tools/run-tests unit
 test-scripts: all $(TEST_BIN)
@@ -461,7 +463,7 @@ fuzz: deps
 
 # Sanitizer builds: the shim, its core, the unit tests and the fuzzer instrumented, each
 # build in a directory of its own; the programs the test scripts start stay plain (they stand
-# for the unmodified job). `make test-sanitize ONLY=tests/trace.sh` runs one script.
+# for the unmodified job). `make test-sanitize ONLY=tests/runtime/trace.sh` runs one script.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 
@@ -492,8 +494,21 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(EX_BIN)
 	@tools/run-demo
 
+# README.md's table of settings is the shim's own (`reprod settings --markdown`, from the table
+# in shim/runtime/config.c), written between its two marker lines; tests/tools/readme.sh fails
+# when they differ.
+readme: $(TOOL)
+	@test "$$(grep -c '^<!-- settings: \(begin\|end\)' README.md)" = 2 || \
+	    { echo "README.md: expected one '<!-- settings: begin' and one '<!-- settings: end' line" >&2; exit 1; }
+	@$(TOOL) settings --markdown >$(BUILD)/settings.md
+	@awk -v table=$(BUILD)/settings.md '/^<!-- settings: end/ { inside = 0 } !inside { print } \
+	    /^<!-- settings: begin/ { while ((getline line < table) > 0) print line; inside = 1 }' \
+	    README.md >$(BUILD)/README.md
+	@cmp -s $(BUILD)/README.md README.md && echo "README.md: the table of settings is current" || \
+	    { cp $(BUILD)/README.md README.md && echo "README.md: the table of settings rewritten"; }
+
 format:
-	clang-format -i include/*.h shim/*.[ch] hooks/*.[ch] tests/unit/*.[ch] tests/mpi/*.[ch] bench/*.c tools/*.c
+	clang-format -i include/*.h shim/*.h shim/*/*.[ch] hooks/*.h hooks/*/*.[ch] hooks/*/*/*.c tests/unit/*.[ch] tests/mpi/*.[ch] bench/*.c tools/*.c
 
 clean:
 	rm -rf $(BUILD)

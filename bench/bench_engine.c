@@ -8,7 +8,7 @@
  * contributions in memory. Prints one line per case; always exits 0. Arguments, if any, are
  * the indices (from 0) of the cases to run, for measuring a few rows while working on them.
  */
-#include "engine.h"
+#include "engine/engine.h"
 #include "reprod.h"
 #include "bench_util.h"
 

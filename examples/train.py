@@ -61,7 +61,7 @@ def main():
             loss = torch.nn.functional.cross_entropy(model(inputs[index]), labels[index])
             loss.backward()
             gradient = torch.cat([p.grad.reshape(-1) for p in params] + [loss.detach().reshape(1)])
-            total += gradient.numpy()  # float32 terms summed in float64: exact (see README)
+            total += gradient.numpy()  # float32 terms summed in float64: exact (docs/design.md)
         # The application's side: what a rank sends must be exact. One micro-batch's float32
         # gradient is; a sum of several is exact in float64, not in float32. So a rank that holds
         # one micro-batch sends float32, one that holds several sends the float64 sum.

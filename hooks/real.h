@@ -8,8 +8,8 @@
 #define REPROD_HOOKS_REAL_H
 
 #include "common.h"
-#include "log.h"
-#include "resolve.h"
+#include "runtime/log.h"
+#include "interpose/resolve.h"
 
 #include <stdatomic.h>
 

@@ -94,9 +94,9 @@ typedef enum reprod_seed_policy {
 
 /* The seed the shim substitutes for `seed` passed to a 64-bit seeding call on rank `rank`
  * under `policy`: hash H(s), rank H(s - r, r), shared H(s - r), off s, where H(s) is the first
- * output of splitmix64 started from state s (README.md, "Seeding"). For a fixed rank the mapping is
- * a bijection of the 64-bit integers; it does not depend on the world size. A policy outside
- * the enumeration is treated as REPROD_SEED_OFF. */
+ * output of splitmix64 started from state s (docs/seeding.md, "The derivation"). For a fixed
+ * rank the mapping is a bijection of the 64-bit integers; it does not depend on the world size.
+ * A policy outside the enumeration is treated as REPROD_SEED_OFF. */
 uint64_t reprod_seed_derive(uint64_t seed, int rank, reprod_seed_policy policy);
 
 /* The same for a 32-bit seeding call (srand, srandom, ...): a bijection of the 32-bit

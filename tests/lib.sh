@@ -64,10 +64,10 @@ use_standins() {
 }
 
 # derive POLICY RANK WIDTH SEED (or "-": one "POLICY RANK WIDTH SEED" a line on stdin): the seed
-# the shim must hand the real function, computed without the shim from README's formula
-# (tests/seed_reference.py): what the seeding tests compare with.
+# the shim must hand the real function, computed without the shim from docs/seeding.md's formula
+# (tests/seed/seed_reference.py): what the seeding tests compare with.
 derive() {
-    "$PYTHON" -S "$ROOT/tests/seed_reference.py" "$@"
+    "$PYTHON" -S "$ROOT/tests/seed/seed_reference.py" "$@"
 }
 
 # with_host_name NAME [VAR=VALUE...] PROGRAM ARGS...: run PROGRAM under the shim with gethostname

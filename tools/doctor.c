@@ -12,7 +12,7 @@
  */
 #include "reprod_tool.h"
 
-#include "record.h"
+#include "runtime/record.h"
 
 #include <dirent.h>
 #include <elf.h>

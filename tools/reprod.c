@@ -1,17 +1,18 @@
 /* reprod.c: the `reprod` command.
  *
  *   reprod settings            check the REPROD_* environment and print what the shim will do
+ *   reprod settings --markdown the table of settings as Markdown (README.md's, `make readme`)
  *   reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]
  *                              per-device batch and accumulation steps that keep the global
- *                              batch fixed for each world size (DESIGN.md section 2, layer 1)
+ *                              batch fixed for each world size (docs/design.md, The problem)
  *   reprod run [options] -- CMD  run CMD with the shim preloaded (run.c)
  *   reprod doctor -- CMD       what the shim reached in CMD and what it could not (doctor.c)
  *   reprod diff <trace-dir-a> <trace-dir-b>
  *                              where two runs traced with REPROD_TRACE part, and which side
  *   reprod version
  */
-#include "config.h"
-#include "record.h"
+#include "runtime/config.h"
+#include "runtime/record.h"
 #include "reprod.h"
 #include "reprod_tool.h"
 
@@ -23,7 +24,7 @@
 extern char **environ;
 
 static const char usage_text[] =
-    "usage: reprod settings\n"
+    "usage: reprod settings [--markdown]\n"
     "       reprod run [--mode M] [--rounding R] [--seed-policy P] [--trace DIR] [--verbose N] "
     "-- CMD...\n"
     "       reprod doctor -- CMD...\n"
@@ -38,15 +39,64 @@ static int usage(void)
     return 2;
 }
 
+/* One cell of a Markdown table row: `text`, in backquotes when `quoted`, with any '|' escaped
+ * (it would end the cell). */
+static void markdown_cell(const char *text, int quoted)
+{
+    fputs(quoted ? " `" : " ", stdout);
+    for (const char *c = text; *c; c++) {
+        if (*c == '|') putchar('\\');
+        putchar(*c);
+    }
+    fputs(quoted ? "` |" : " |", stdout);
+}
+
+/* `reprod settings --markdown`: the shim's table of settings as a Markdown table, whatever
+ * the environment holds: README.md's section "Settings" is this output (`make readme`;
+ * tests/readme.sh fails when they differ). */
+static void settings_markdown(void)
+{
+    printf("| variable | values | default | meaning |\n| --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < reprod_setting_count; i++) {
+        const struct reprod_setting *setting = &reprod_settings[i];
+        int words = setting->words != NULL;
+        fputs("|", stdout);
+        markdown_cell(setting->name, 1);
+        if (words) {
+            fputs(" ", stdout);
+            for (int w = 0; setting->words[w]; w++)
+                printf("%s`%s`", w ? ", " : "", setting->words[w]);
+            fputs(" |", stdout);
+        } else {
+            markdown_cell(setting->allowed, 0);
+        }
+        markdown_cell(setting->default_value, words);
+        markdown_cell(setting->help, 0);
+        fputs("\n", stdout);
+    }
+}
+
 /* `reprod settings`: the same parse the shim does at load, with its messages; then each
  * setting's value and what it does, from the shim's table of settings. */
 static int settings(int argc, char **argv)
 {
     if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-        printf("usage: reprod settings\nCheck the REPROD_* variables of this environment as the "
-               "shim will when it loads, and print each setting's value and meaning.\nExit "
-               "status: 0; 2 when a value is not valid.\n");
+        printf("usage: reprod settings [--markdown]\nCheck the REPROD_* variables of this "
+               "environment as the shim will when it loads, and print each setting's value and "
+               "meaning.\n--markdown: print the table of settings (allowed values, default, "
+               "meaning) as Markdown instead, whatever the environment holds.\nExit status: 0; "
+               "2 when a value is not valid or an argument unknown.\n");
         return 0;
+    }
+    if (argc == 1 && strcmp(argv[0], "--markdown") == 0) {
+        settings_markdown();
+        return 0;
+    }
+    if (argc > 0) {
+        char shown[256];
+        fprintf(stderr, "reprod settings: unknown argument '%s'\n",
+                reprod_escape_text(argv[0], shown, sizeof shown));
+        return usage();
     }
     struct reprod_config config;
     char error[PATH_MAX + 128];

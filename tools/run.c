@@ -2,8 +2,8 @@
  * given, by exec (CMD's exit status is ours). The shim is the libreprod_shim.so next to the
  * reprod binary; LD_PRELOAD keeps what it held, the shim appended. Also the environment
  * setup `reprod doctor` shares. */
-#include "config.h"
-#include "record.h"
+#include "runtime/config.h"
+#include "runtime/record.h"
 #include "reprod_tool.h"
 
 #include <errno.h>

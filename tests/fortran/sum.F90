@@ -3,7 +3,7 @@
 ! by MPI_Wait and MPI_Waitall. Built twice: with `use mpi` (sum_mpi) and, with -DUSE_F08, with
 ! `use mpi_f08` (sum_f08). Each run places the contributions on the ranks in every rotation,
 ! checks every result against the MPFR oracle (exit 1 on a mismatch), and prints the digest of
-! each result on rank 0 ("case NAME DIGEST"), which tests/mpi_fortran.sh compares across
+! each result on rank 0 ("case NAME DIGEST"), which tests/mpi/mpi_fortran.sh compares across
 ! allreduce algorithms. An ordinary MPI program: it knows nothing of the shim.
 program sum
 #ifdef USE_F08

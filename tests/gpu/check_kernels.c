@@ -10,7 +10,7 @@
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
-#include "cuda.h"
+#include "device/cuda.h"
 #include "reprod.h"
 
 #include <dlfcn.h>

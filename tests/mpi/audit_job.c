@@ -1,5 +1,5 @@
 /* audit_job.c: reductions whose native sums are off, checked against MPFR by the program
- * itself, for tests/audit.sh: the program counts, independently of the shim, how many
+ * itself, for tests/runtime/audit.sh: the program counts, independently of the shim, how many
  * elements of each result differ from the correctly rounded sum and by how many ulps; under
  * REPROD_MODE=audit the shim's audit line must report the same numbers.
  *

@@ -4,7 +4,7 @@
  *
  * An ordinary MPI program: it knows nothing of the shim. Under the shim every check holds; run
  * natively with --native it skips the oracle and reports how many different results the
- * rotations gave, which tests/mpi_exactness.sh uses to show that natively they differ.
+ * rotations gave, which tests/mpi/mpi_exactness.sh uses to show that natively they differ.
  *
  * Output (rank 0): one line per case, "case <call> <type> <count> <digest> <distinct>", the
  * digest of rotation 0's result and the number of distinct results over the rotations.

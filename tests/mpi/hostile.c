@@ -1,7 +1,7 @@
 /* hostile.c: MPI programs written the way real codes (and a hostile reviewer) use MPI, one
  * scenario per run: `hostile <scenario>`. Each is an ordinary MPI program that knows nothing of
  * the shim; it checks its own results (against MPFR's correctly rounded sum where the result
- * must be exact) and exits 1 with the inputs that broke it. tests/mpi_hostile.sh runs each
+ * must be exact) and exits 1 with the inputs that broke it. tests/mpi/mpi_hostile.sh runs each
  * natively and under the shim, with Open MPI and with MPICH.
  *
  *   padded          user op on MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT, MPI_FLOAT_INT,

@@ -1,4 +1,4 @@
-/* seeded_job.c: for tests/trace_seeds.sh: seed rand() with argv[1] (before MPI_Init, as
+/* seeded_job.c: for tests/seed/trace_seeds.sh: seed rand() with argv[1] (before MPI_Init, as
  * training scripts do), draw this rank's "weights" from it, and all-reduce them twice. An
  * ordinary MPI program: two runs with different seeds part at the seeding call, before their
  * first reduction differs. */

@@ -1,4 +1,4 @@
-/* trace_job.c: a small "training loop" for tests/trace.sh: a few all-reduces of gradients of
+/* trace_job.c: a small "training loop" for tests/runtime/trace.sh: a few all-reduces of gradients of
  * mixed magnitudes (their native sum depends on the algorithm), one integer all-reduce, one
  * reduce and one nonblocking all-reduce.
  *

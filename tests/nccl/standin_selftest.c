@@ -1,5 +1,5 @@
 /* The NCCL and CUDA stand-ins (build/standins/) checked natively, as an ordinary MPI + NCCL
- * program (tests/nccl_standins.sh runs it without the shim), against NCCL's own behaviour:
+ * program (tests/nccl/nccl_standins.sh runs it without the shim), against NCCL's own behaviour:
  *     standin_selftest check   every collective, send/recv, groups, threads, split, nonblocking
  *                              communicators, graph capture, argument errors with NCCL's exact
  *                              codes (a bad call in a group fails the group), a communicator's

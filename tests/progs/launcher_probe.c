@@ -1,6 +1,6 @@
 /* launcher_probe: what the shim could change in a process, printed: rand() after srand(42)
  * (re-derived under the shim), and 16 bytes of getrandom (pinned under REPROD_ENTROPY).
- * tests/launchers.sh runs copies of it under launchers' names, where the shim must change
+ * tests/runtime/launchers.sh runs copies of it under launchers' names, where the shim must change
  * nothing, and under names that merely resemble them, where it acts as usual.
  *
  *     launcher_probe          prints "rand: N" and "getrandom: HEX"

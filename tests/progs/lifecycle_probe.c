@@ -1,5 +1,5 @@
 /* lifecycle_probe: a host that is hard on the shim's initialisation and fork handling
- * (tests/lifecycle.sh), and one that loads it in a setuid process (tests/secure_execution.sh).
+ * (tests/runtime/lifecycle.sh), and one that loads it in a setuid process (tests/runtime/secure_execution.sh).
  * Run the first two with the shim preloaded and under timeout: a hang is the failure.
  *
  *     lifecycle_probe calls     make hooked calls (srand, getrandom, open and read

@@ -1,4 +1,4 @@
-"""A torchrun worker for tests/launchers.sh: joins the gloo group on localhost, seeds torch
+"""A torchrun worker for tests/runtime/launchers.sh: joins the gloo group on localhost, seeds torch
 with 42 + its rank (the form policy rank is for), draws entropy, and prints its rank, pid and
 torch.initial_seed() on stdout, in one write."""
 import os

@@ -1,5 +1,5 @@
 /* cuda_context.c: the context calls a driver-API client makes around its own work (the shim's
- * shim/cuda.c): a stream's context, push and pop, a context's id, the thread's capture mode.
+ * shim/device/cuda.c): a stream's context, push and pop, a context's id, the thread's capture mode.
  * Contexts are the stand-in's primary contexts, one per device (cuda_driver.c). */
 #include "cuda_objects.h"
 #include "standin_cuda.h"

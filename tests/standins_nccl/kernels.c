@@ -1,5 +1,5 @@
-/* kernels.c: the shim's device kernels (shim/cuda_kernels.cu) built for the host from the same
- * source, shim/cuda_kernel.h: the stand-in libcuda runs "reprod_reduce" and "reprod_pointers"
+/* kernels.c: the shim's device kernels (shim/device/cuda_kernels.cu) built for the host from the same
+ * source, shim/device/cuda_kernel.h: the stand-in libcuda runs "reprod_reduce" and "reprod_pointers"
  * here, so that under the stand-ins the shim's kernel path runs the kernel's own code.
  *
  * Every thread of the grid runs one after the other (the kernels use no shared memory and no
@@ -8,7 +8,7 @@
  */
 #include "kernels.h"
 
-#include "cuda_kernel.h"
+#include "device/cuda_kernel.h"
 
 #include <fenv.h>
 #include <stdint.h>

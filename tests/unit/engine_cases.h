@@ -9,9 +9,9 @@
 
 #include <criterion/criterion.h>
 
-#include "engine.h"
-#include "engine_inner.h"   /* white box: the fast-path windows */
-#include "engine_kernels.h" /* white box: pin each kernel level */
+#include "engine/engine.h"
+#include "engine/engine_inner.h"   /* white box: the fast-path windows */
+#include "engine/engine_kernels.h" /* white box: pin each kernel level */
 #include "engine_oracle.h"
 
 #include <stdlib.h>

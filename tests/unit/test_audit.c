@@ -1,6 +1,6 @@
 /* test_audit.c: the ulp distances of REPROD_MODE=audit, against values counted by hand or
  * with nextafter (an independent walk), in every type; NaN and the infinities. */
-#include "audit.h"
+#include "runtime/audit.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

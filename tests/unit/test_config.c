@@ -1,5 +1,5 @@
-/* test_config.c: parsing of the REPROD_* settings (shim/config.c). */
-#include "config.h"
+/* test_config.c: parsing of the REPROD_* settings (shim/runtime/config.c). */
+#include "runtime/config.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

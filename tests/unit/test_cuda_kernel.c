@@ -1,4 +1,4 @@
-/* test_cuda_kernel.c: the device kernel's body (shim/cuda_kernel.h) run on the host, thread by
+/* test_cuda_kernel.c: the device kernel's body (shim/device/cuda_kernel.h) run on the host, thread by
  * thread, against the host engine bitwise: every type, op, rounding direction and layout,
  * several grid sizes, random and adversarial data (engine_cases.h's generators); PreMulSum's
  * product against MPFR; and the stand-in libcuda's host build of the kernels
@@ -9,7 +9,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* engine_cases.h: the helpers we use */
 #include "engine_cases.h"
 
-#include "cuda_kernel.h"
+#include "device/cuda_kernel.h"
 #include "../standins_nccl/kernels.h"
 
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "engine_cases.h"
-#include "engine_ordered.h"
+#include "engine/engine_ordered.h"
 
 #include <fenv.h>
 #include <stdlib.h>

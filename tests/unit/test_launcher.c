@@ -1,7 +1,7 @@
-/* test_launcher.c: which processes the shim takes for a launcher (shim/launcher.c): the
+/* test_launcher.c: which processes the shim takes for a launcher (shim/interpose/launcher.c): the
  * launchers' executables by their whole name, torchrun's agent by its Python command line,
  * and nothing that merely resembles them. */
-#include "launcher.h"
+#include "interpose/launcher.h"
 
 #include <criterion/criterion.h>
 #include <stddef.h>

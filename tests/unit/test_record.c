@@ -1,10 +1,10 @@
-/* test_record.c: what the shim writes cannot be forged by a value (shim/record.c): the
+/* test_record.c: what the shim writes cannot be forged by a value (shim/runtime/record.c): the
  * escaping of values in messages and in records, the splitting of records that `reprod doctor`
  * and `reprod diff` read back, and a trace line written with hostile strings
- * (shim/trace.c). Expected texts are written out by hand, byte by byte. */
-#include "config.h"
-#include "record.h"
-#include "trace.h"
+ * (shim/runtime/trace.c). Expected texts are written out by hand, byte by byte. */
+#include "runtime/config.h"
+#include "runtime/record.h"
+#include "runtime/trace.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

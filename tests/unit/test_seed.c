@@ -1,8 +1,8 @@
-/* test_seed.c: seed derivation (shim/seed.c): reference values, bijectivity, the properties
+/* test_seed.c: seed derivation (shim/seed/seed.c): reference values, bijectivity, the properties
  * of each policy, and the warning when a seed used rank 0 before the rank was known. */
-#include "rank.h"
+#include "runtime/rank.h"
 #include "reprod.h"
-#include "seed.h"
+#include "seed/seed.h"
 
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -68,9 +68,10 @@ Test(seed, hash_is_splitmix64_reference_values)
     cr_expect_eq(reprod_mix64(0), UINT64_C(0xE220A8397B1DCDAF));
 }
 
-/* Every policy and width against values computed without the shim: README's formula in a few
- * lines of Python (tests/seed_reference.py, which checks splitmix64's published outputs). A
- * derivation that changes anywhere (K(r + 1) for K(r), s + r for s - r) fails here. */
+/* Every policy and width against values computed without the shim: docs/seeding.md's formula
+ * in a few lines of Python (tests/seed/seed_reference.py, which checks splitmix64's published
+ * outputs). A derivation that changes anywhere (K(r + 1) for K(r), s + r for s - r) fails
+ * here. */
 struct reference {
     int width;
     reprod_seed_policy policy;

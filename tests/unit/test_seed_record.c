@@ -1,12 +1,12 @@
 /* test_seed_record.c: a seed the shim produced or handed out is kept when passed back
- * (shim/seed_record.c through reprod_seed_replace*): per width, bounded to the last
+ * (shim/seed/seed_record.c through reprod_seed_replace*): per width, bounded to the last
  * REPROD_SEED_RECORD_LENGTH values, the same for every sequence of calls, across threads and
  * in a fork child. Fresh seeds are still derived. */
-#include "config.h"
-#include "rank.h"
+#include "runtime/config.h"
+#include "runtime/rank.h"
 #include "reprod.h"
-#include "seed.h"
-#include "seed_record.h"
+#include "seed/seed.h"
+#include "seed/seed_record.h"
 
 #include <criterion/criterion.h>
 #include <inttypes.h>

@@ -1,0 +1,272 @@
+/* mpi_abi.h: the MPI library as the hooks see it at run time, whichever family it belongs to.
+ *
+ * The MPI hooks are compiled without any mpi.h. Open MPI's handles are pointers to library
+ * globals; the MPICH family's (MPICH, MVAPICH, Intel MPI, Cray MPICH) are 32-bit integers;
+ * status objects, error codes and type combiners differ too, and both libraries can be
+ * installed side by side. So a handle travels as an integer as wide as a pointer
+ * (mpi_handle), each family's constants come from its own mpi.h compiled into a table
+ * (mpi_abi_openmpi.c, mpi_abi_mpich.c), and the family is recognised when a hook first runs.
+ * On x86-64 and AArch64 an int argument and a pointer argument travel in the same register, so
+ * one exported function serves both ABIs once the handle is narrowed: the upper half of a
+ * register that carries an int is undefined, hence mpi_handle_of on every handle argument.
+ */
+#ifndef REPROD_MPI_ABI_H
+#define REPROD_MPI_ABI_H
+
+#include "runtime/policy.h"
+#include "reprod.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uintptr_t mpi_handle; /* MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request, MPI_Info */
+typedef int64_t mpi_count;    /* MPI_Count and MPI_Aint: 64 bits in both families */
+
+/* MPI_SUCCESS is 0 in every MPI. */
+#define REPROD_MPI_OK 0
+
+/* A predefined handle: a value known at compile time (MPICH), or the address of a library
+ * global named `symbol` (Open MPI), looked up at run time (referring to it at link time would
+ * tie the shim to libmpi). */
+struct mpi_predefined {
+    uintptr_t value;
+    const char *symbol;
+};
+
+/* A predefined datatype that reduces as floating point. */
+struct mpi_named_type {
+    struct mpi_predefined handle;
+    enum reprod_element_class element_class;
+    reprod_type engine_type; /* REPROD_ELEMENT_ENGINE_FLOAT only */
+    int engine_elements;     /* engine elements per MPI element: 2 for complex */
+};
+
+/* Everything of one family's mpi.h that the hooks need. */
+struct mpi_constants {
+    const char *family;         /* "Open MPI", "MPICH" */
+    size_t handle_bytes;        /* sizeof(MPI_Datatype) = sizeof(MPI_Request) = ... */
+    size_t status_bytes;        /* sizeof(MPI_Status) */
+    size_t status_error_offset; /* offsetof(MPI_Status, MPI_ERROR) */
+    uintptr_t in_place;         /* MPI_IN_PLACE */
+    uintptr_t status_ignore;    /* MPI_STATUS_IGNORE */
+    uintptr_t statuses_ignore;  /* MPI_STATUSES_IGNORE */
+    int undefined;              /* MPI_UNDEFINED */
+    /* Error classes. */
+    int err_buffer, err_count, err_type, err_op, err_arg, err_root, err_other, err_intern;
+    int err_in_status, err_pending, err_no_mem, err_request;
+    /* Datatype combiners. */
+    int combiner_named, combiner_f90_real, combiner_f90_complex, combiner_f90_integer;
+    /* Predefined handles. */
+    struct mpi_predefined comm_world, comm_self, comm_null, datatype_null, op_null, request_null;
+    struct mpi_predefined op_sum, op_prod;
+    const struct mpi_named_type *float_types; /* every predefined float type */
+    size_t float_type_count;
+    const struct mpi_predefined *deterministic_ops; /* max, min, logical, bitwise, loc, ... */
+    size_t deterministic_op_count;
+    const char *allgather_init_name; /* the persistent all-gather: MPI-4's or Open MPI's MPIX_ */
+    int persistent_derived_broken;   /* its persistent all-gather mishandles derived datatypes
+                                        (MPICH 4.0 releases a datatype reference each round) */
+};
+
+extern const struct mpi_constants reprod_mpi_openmpi;
+extern const struct mpi_constants reprod_mpi_mpich;
+
+/* The library's functions the hooks call, as X(name, parameters), with neutral types:
+ * DT, OP, COMM, REQ, INFO are mpi_handle; arrays of handles are void * (their element size is
+ * handle_bytes); MPI_Status * is void *. */
+
+/* clang-format off */
+#define REPROD_MPI_FUNCTIONS(X)                                                                    \
+    X(Allreduce, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                 \
+    X(Allreduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                         \
+    X(Reduce, (const void *, void *, int, mpi_handle, mpi_handle, int, mpi_handle))                               \
+    X(Reduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, int, mpi_handle))                       \
+    X(Reduce_scatter, (const void *, void *, const int *, mpi_handle, mpi_handle, mpi_handle))                    \
+    X(Reduce_scatter_c, (const void *, void *, const mpi_count *, mpi_handle, mpi_handle, mpi_handle))            \
+    X(Reduce_scatter_block, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                      \
+    X(Reduce_scatter_block_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))              \
+    X(Scan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                      \
+    X(Scan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                              \
+    X(Exscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                    \
+    X(Exscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                            \
+    X(Iallreduce, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                        \
+    X(Iallreduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                \
+    X(Ireduce, (const void *, void *, int, mpi_handle, mpi_handle, int, mpi_handle, void *))                      \
+    X(Ireduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, int, mpi_handle, void *))              \
+    X(Ireduce_scatter, (const void *, void *, const int *, mpi_handle, mpi_handle, mpi_handle, void *))           \
+    X(Ireduce_scatter_c, (const void *, void *, const mpi_count *, mpi_handle, mpi_handle, mpi_handle, void *))   \
+    X(Ireduce_scatter_block, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))             \
+    X(Ireduce_scatter_block_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))     \
+    X(Iscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                             \
+    X(Iscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                     \
+    X(Iexscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                           \
+    X(Iexscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                   \
+    X(Allreduce_init, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, mpi_handle, void *))             \
+    X(Allreduce_init_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, mpi_handle, void *))     \
+    X(Allgather, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle))                            \
+    X(Allgather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle))              \
+    X(Allgatherv, (const void *, int, mpi_handle, void *, const int *, const int *, mpi_handle, mpi_handle))      \
+    X(Allgatherv_c, (const void *, mpi_count, mpi_handle, void *, const mpi_count *,                    \
+                     const mpi_count *, mpi_handle, mpi_handle))                                             \
+    X(Alltoallv, (const void *, const int *, const int *, mpi_handle, void *, const int *,              \
+                  const int *, mpi_handle, mpi_handle))                                                      \
+    X(Alltoallv_c, (const void *, const mpi_count *, const mpi_count *, mpi_handle, void *,             \
+                    const mpi_count *, const mpi_count *, mpi_handle, mpi_handle))                           \
+    X(Alltoallw, (const void *, const int *, const int *, const void *, void *, const int *,       \
+                  const int *, const void *, mpi_handle))                                               \
+    X(Gather, (const void *, int, mpi_handle, void *, int, mpi_handle, int, mpi_handle))                          \
+    X(Gather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, int, mpi_handle))            \
+    X(Gatherv, (const void *, int, mpi_handle, void *, const int *, const int *, mpi_handle, int, mpi_handle))    \
+    X(Gatherv_c, (const void *, mpi_count, mpi_handle, void *, const mpi_count *, const mpi_count *,    \
+                  mpi_handle, int, mpi_handle))                                                              \
+    X(Iallgather, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle, void *))                   \
+    X(Iallgather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle, void *))     \
+    X(Igather, (const void *, int, mpi_handle, void *, int, mpi_handle, int, mpi_handle, void *))                 \
+    X(Igather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, int, mpi_handle, void *))   \
+    X(Ialltoallv, (const void *, const int *, const int *, mpi_handle, void *, const int *,             \
+                   const int *, mpi_handle, mpi_handle, void *))                                             \
+    X(Ialltoallv_c, (const void *, const mpi_count *, const mpi_count *, mpi_handle, void *,            \
+                     const mpi_count *, const mpi_count *, mpi_handle, mpi_handle, void *))                  \
+    X(Ialltoallw, (const void *, const int *, const int *, const void *, void *, const int *,      \
+                   const int *, const void *, mpi_handle, void *))                                      \
+    X(Allgather_init, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))        \
+    X(Allgather_init_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle,   \
+                         void *))                                                                  \
+    X(Start, (void *))                                                                             \
+    X(Startall, (int, void *))                                                                     \
+    X(Wait, (void *, void *))                                                                      \
+    X(Waitall, (int, void *, void *))                                                              \
+    X(Waitany, (int, void *, int *, void *))                                                       \
+    X(Waitsome, (int, void *, int *, int *, void *))                                               \
+    X(Test, (void *, int *, void *))                                                               \
+    X(Testall, (int, void *, int *, void *))                                                       \
+    X(Testany, (int, void *, int *, int *, void *))                                                \
+    X(Testsome, (int, void *, int *, int *, void *))                                               \
+    X(Request_get_status, (mpi_handle, int *, void *))                                                  \
+    X(Request_free, (void *))                                                                      \
+    X(Init, (int *, char ***))                                                                     \
+    X(Init_thread, (int *, char ***, int, int *))                                                  \
+    X(Initialized, (int *))                                                                        \
+    X(Finalize, (void))                                                                            \
+    X(Abort, (mpi_handle, int))                                                                         \
+    X(Error_class, (int, int *))                                                                   \
+    X(Get_library_version, (char *, int *))                                                        \
+    X(Comm_size, (mpi_handle, int *))                                                                   \
+    X(Comm_rank, (mpi_handle, int *))                                                                   \
+    X(Comm_test_inter, (mpi_handle, int *))                                                             \
+    X(Type_size_x, (mpi_handle, mpi_count *))                                                           \
+    X(Type_get_extent, (mpi_handle, mpi_count *, mpi_count *))                                          \
+    X(Type_get_true_extent, (mpi_handle, mpi_count *, mpi_count *))                                     \
+    X(Type_get_envelope, (mpi_handle, int *, int *, int *, int *))                                      \
+    X(Type_get_contents, (mpi_handle, int, int, int, int *, mpi_count *, void *))                       \
+    X(Type_free, (void *))                                                                         \
+    X(Type_create_hindexed, (int, const int *, const mpi_count *, mpi_handle, void *))                  \
+    X(Type_commit, (void *))                                                                       \
+    X(Pack, (const void *, int, mpi_handle, void *, int, int *, mpi_handle))                                 \
+    X(Unpack, (const void *, int, int *, void *, int, mpi_handle, mpi_handle))                               \
+    X(Reduce_local, (const void *, void *, int, mpi_handle, mpi_handle))                                     \
+    X(Reduce_local_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle))                             \
+    X(Op_free, (void *))                                                                           \
+    X(Comm_call_errhandler, (mpi_handle, int))                                                     \
+    X(Session_init, (mpi_handle, mpi_handle, void *))                                              \
+    X(Session_finalize, (void *))
+/* clang-format on */
+
+#define REPROD_MPI_POINTER(name, parameters) int(*name) parameters;
+struct mpi_functions {
+    REPROD_MPI_FUNCTIONS(REPROD_MPI_POINTER)
+};
+#undef REPROD_MPI_POINTER
+
+/* The MPI library of this process, as found. */
+struct reprod_mpi {
+    int usable;          /* 1: a known family with every function the data paths need */
+    const char *why_not; /* when !usable: what is missing, for the log */
+    const struct mpi_constants *abi;
+    mpi_handle handle_mask;       /* the bits of a handle: all, or the low 32 (MPICH) */
+    struct mpi_functions real;    /* a function the library lacks answers MPI_ERR_INTERN */
+    unsigned char has[128];       /* has[i]: function i of REPROD_MPI_FUNCTIONS was found */
+    mpi_handle comm_world, comm_self, comm_null, datatype_null, op_null, request_null;
+    mpi_handle op_sum, op_prod;
+};
+
+/* The process's MPI, resolved on first use (thread-safe). Never NULL; check usable. Every hook
+ * asks many times per call: after the first, it is one acquire load. */
+extern _Atomic(const struct reprod_mpi *) reprod_mpi_resolved;
+const struct reprod_mpi *reprod_mpi_resolve(void);
+static inline const struct reprod_mpi *reprod_mpi(void)
+{
+    const struct reprod_mpi *found =
+        atomic_load_explicit(&reprod_mpi_resolved, memory_order_acquire);
+    return found ? found : reprod_mpi_resolve();
+}
+
+/* Indices of the functions, for reprod_mpi()->has[]. */
+#define REPROD_MPI_INDEX(name, parameters) MPI_FUNCTION_##name,
+enum { REPROD_MPI_FUNCTIONS(REPROD_MPI_INDEX) MPI_FUNCTION_COUNT };
+#undef REPROD_MPI_INDEX
+
+/* The real function `name` (never NULL: a missing one returns MPI_ERR_INTERN). */
+#define REAL_MPI(name) (reprod_mpi()->real.name)
+/* 1 when the library defines `name`. */
+#define HAS_MPI(name) (reprod_mpi()->has[MPI_FUNCTION_##name])
+
+/* A handle argument as the library means it (the low 32 bits for MPICH). */
+static inline mpi_handle mpi_handle_of(mpi_handle handle)
+{
+    return handle & reprod_mpi()->handle_mask;
+}
+
+/* Handle number `index` of an array of handles (requests, datatypes) laid out by the ABI. */
+mpi_handle mpi_handle_load(const void *array, long index);
+void mpi_handle_store(void *array, long index, mpi_handle handle);
+
+/* The error field of status number `index` of an array of statuses. */
+int mpi_status_error(const void *statuses, long index);
+
+/* The error class of an error code (MPICH encodes details in its codes). */
+int mpi_error_class(int code);
+
+/* Where MPI is in its life, as MPI_Init, MPI_Init_thread and MPI_Finalize were seen (or
+ * MPI_Initialized, for an MPI started before the shim could see it), and MPI-4 sessions:
+ * running while the world model or a session is. */
+enum reprod_mpi_state {
+    REPROD_MPI_NOT_STARTED = 0,
+    REPROD_MPI_RUNNING,
+    REPROD_MPI_FINALIZING, /* MPI_Finalize was called: the shim stays out of the way */
+};
+enum reprod_mpi_state reprod_mpi_state(void);
+void reprod_mpi_set_state(enum reprod_mpi_state state);
+
+/* 1 when the world model runs (MPI_Init was called, MPI_Finalize not yet): MPI_COMM_WORLD may
+ * be used. Under sessions alone it may not. */
+int reprod_mpi_world_running(void);
+
+/* MPI_COMM_WORLD's size and our rank in it, noted by the MPI_Init hook (reprod_mpi_note_world)
+ * and forgotten when the state leaves RUNNING: the world is an intracommunicator whose size
+ * and rank never change and whose handle is never freed, so a reduction on it need not ask.
+ * Returns 1 with *size and *rank set, or 0 when not known (MPI started unseen, finalizing):
+ * then ask the library. */
+void reprod_mpi_note_world(int size, int rank);
+int reprod_mpi_world_geometry(int *size, int *rank);
+
+/* An MPI-4 session began (+1) or ended (-1). */
+void reprod_mpi_count_session(int change);
+
+/* How one datatype reduces. */
+struct reprod_mpi_type {
+    enum reprod_element_class element_class;
+    reprod_type engine_type; /* for REPROD_ELEMENT_ENGINE_FLOAT */
+    int engine_elements;     /* engine elements per MPI element (2 for complex) */
+    int predefined;          /* predefined (named or Fortran 90 parameterised): never freed */
+};
+
+/* Classify `datatype` (derived types are walked through MPI_Type_get_contents). Returns
+ * REPROD_MPI_OK, or the library's error code when it refuses the handle. */
+int reprod_mpi_classify_type(mpi_handle datatype, struct reprod_mpi_type *type);
+
+/* Classify `op`: sum, product, user-defined or one of the deterministic predefined ops. */
+enum reprod_op_class reprod_mpi_classify_op(mpi_handle op);
+
+#endif /* REPROD_MPI_ABI_H */

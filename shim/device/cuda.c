@@ -1,0 +1,414 @@
+/* cuda.c: the CUDA driver API found at run time in the libcuda.so.1 the process loaded, the
+ * context each call's work runs in, the stream-ordered memory calls of cuda.h (the scratch of a
+ * full device included), and reprod_cuda_reduce's choice between the device kernels
+ * (cuda_module.c) and the host path (cuda_host.c), which give the same bits.
+ */
+#include "device/cuda.h"
+
+#include "common.h"
+#include "device/cuda_driver.h"
+#include "device/cuda_kernel.h"
+#include "runtime/log.h"
+#include "interpose/resolve.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- Configuration ---------------------------------------------------------------------- */
+
+#define REPROD_CUDA_API_VERSION 12000 /* the signatures cuda_driver.h restates are CUDA 12.0's */
+
+_Static_assert(REPROD_PREMUL_NONE == REPROD_KERNEL_PREMUL_NONE &&
+                   REPROD_PREMUL_HOST == REPROD_KERNEL_PREMUL_HOST &&
+                   REPROD_PREMUL_DEVICE == REPROD_KERNEL_PREMUL_DEVICE,
+               "cuda.h and cuda_kernel.h name the same PreMulSum kinds");
+_Static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
+               "the kernel's parameter layout");
+
+/* Each function: where it goes, the name cuGetProcAddress knows, the exported name to look for
+ * when there is no cuGetProcAddress (the versioned symbol cuda.h maps the name to, legacy
+ * default stream), and whether the shim can do without it. */
+struct driver_symbol {
+    size_t offset;
+    const char *name;
+    const char *exported;
+    int optional;
+};
+
+#define SYMBOL(field, name, exported, optional)                                                    \
+    {                                                                                              \
+        offsetof(struct reprod_cuda_driver, field), name, exported, optional                       \
+    }
+
+static const struct driver_symbol driver_symbols[] = {
+    SYMBOL(ctx_get_current, "cuCtxGetCurrent", "cuCtxGetCurrent", 0),
+    SYMBOL(ctx_get_device, "cuCtxGetDevice", "cuCtxGetDevice", 0),
+    SYMBOL(ctx_get_id, "cuCtxGetId", "cuCtxGetId", 1),
+    SYMBOL(ctx_push_current, "cuCtxPushCurrent", "cuCtxPushCurrent_v2", 0),
+    SYMBOL(ctx_pop_current, "cuCtxPopCurrent", "cuCtxPopCurrent_v2", 0),
+    SYMBOL(device_get_attribute, "cuDeviceGetAttribute", "cuDeviceGetAttribute", 0),
+    SYMBOL(stream_get_ctx, "cuStreamGetCtx", "cuStreamGetCtx", 0),
+    SYMBOL(stream_is_capturing, "cuStreamIsCapturing", "cuStreamIsCapturing", 0),
+    SYMBOL(stream_get_capture_info, "cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_v2", 1),
+    SYMBOL(stream_synchronize, "cuStreamSynchronize", "cuStreamSynchronize", 0),
+    SYMBOL(thread_exchange_capture_mode, "cuThreadExchangeStreamCaptureMode",
+           "cuThreadExchangeStreamCaptureMode", 0),
+    SYMBOL(mem_alloc_async, "cuMemAllocAsync", "cuMemAllocAsync", 0),
+    SYMBOL(mem_free_async, "cuMemFreeAsync", "cuMemFreeAsync", 0),
+    SYMBOL(memcpy_async, "cuMemcpyAsync", "cuMemcpyAsync", 0),
+    SYMBOL(mem_host_alloc, "cuMemHostAlloc", "cuMemHostAlloc", 0),
+    SYMBOL(mem_free_host, "cuMemFreeHost", "cuMemFreeHost", 0),
+    SYMBOL(launch_host_func, "cuLaunchHostFunc", "cuLaunchHostFunc", 0),
+    SYMBOL(module_load_data, "cuModuleLoadData", "cuModuleLoadData", 0),
+    SYMBOL(module_get_function, "cuModuleGetFunction", "cuModuleGetFunction", 0),
+    SYMBOL(launch_kernel, "cuLaunchKernel", "cuLaunchKernel", 0),
+    SYMBOL(user_object_create, "cuUserObjectCreate", "cuUserObjectCreate", 1),
+    SYMBOL(graph_retain_user_object, "cuGraphRetainUserObject", "cuGraphRetainUserObject", 1),
+    SYMBOL(primary_ctx_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 0),
+    SYMBOL(primary_ctx_release, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 0),
+    SYMBOL(device_get_mem_pool, "cuDeviceGetMemPool", "cuDeviceGetMemPool", 1),
+    SYMBOL(mem_pool_trim_to, "cuMemPoolTrimTo", "cuMemPoolTrimTo", 1),
+    SYMBOL(driver_get_version, "cuDriverGetVersion", "cuDriverGetVersion", 1),
+    SYMBOL(get_error_name, "cuGetErrorName", "cuGetErrorName", 1),
+    SYMBOL(func_get_attribute, "cuFuncGetAttribute", "cuFuncGetAttribute", 1),
+    SYMBOL(ctx_get_limit, "cuCtxGetLimit", "cuCtxGetLimit", 1),
+};
+
+#define DRIVER_READY   1
+#define DRIVER_LACKING 2
+#define DRIVER_WRITING 3
+
+typedef CUresult get_proc_address_fn(const char *symbol, void **function, int cuda_version,
+                                     unsigned long long flags, int *symbol_status);
+
+/* Fill *d from the loaded libcuda. Returns DRIVER_READY; 0 when libcuda is not loaded (yet);
+ * or DRIVER_LACKING with *missing naming the first required function it lacks. */
+static int driver_resolve(struct reprod_cuda_driver *d, const char **missing)
+{
+    memset(d, 0, sizeof *d);
+    void *get_proc_address = reprod_resolve("cuGetProcAddress_v2");
+    if (get_proc_address == NULL && reprod_resolve("cuInit") == NULL) return 0; /* no CUDA */
+    get_proc_address_fn *get;
+    memcpy(&get, &get_proc_address, sizeof get);
+    for (size_t i = 0; i < sizeof driver_symbols / sizeof driver_symbols[0]; i++) {
+        const struct driver_symbol *s = &driver_symbols[i];
+        void *function = NULL;
+        int status = -1;
+        if (get == NULL || get(s->name, &function, REPROD_CUDA_API_VERSION,
+                               CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS ||
+            status != CU_GET_PROC_ADDRESS_SUCCESS)
+            function = NULL;
+        if (function == NULL) function = reprod_resolve(s->exported);
+        if (function == NULL && !s->optional) {
+            *missing = s->name;
+            return DRIVER_LACKING;
+        }
+        memcpy((char *)d + s->offset, &function, sizeof function);
+    }
+    return DRIVER_READY;
+}
+
+/* The published table: state 0 (none), DRIVER_READY, DRIVER_LACKING (for good: the loaded
+ * libcuda lacks driver_missing), or DRIVER_WRITING + the writer's pid (a fork child whose
+ * parent was writing takes over). */
+static struct reprod_cuda_driver driver_table;
+static char driver_lacks[96]; /* DRIVER_LACKING: "the CUDA driver lacks cuMemAllocAsync" */
+static _Atomic int driver_state;
+
+const struct reprod_cuda_driver *reprod_cuda_driver(void)
+{
+    int state = atomic_load_explicit(&driver_state, memory_order_acquire);
+    if (REPROD_LIKELY(state == DRIVER_READY)) return &driver_table;
+    if (state == DRIVER_LACKING) return NULL;
+    struct reprod_cuda_driver found;
+    const char *missing = NULL;
+    int result = driver_resolve(&found, &missing);
+    if (result == 0) return NULL; /* CUDA not loaded (yet): ask again next time */
+    int self = DRIVER_WRITING + (int)getpid();
+    for (;;) {
+        state = atomic_load_explicit(&driver_state, memory_order_acquire);
+        if (state == DRIVER_READY) return &driver_table;
+        if (state == DRIVER_LACKING) return NULL;
+        if (state == self) { /* another thread of this process is publishing the same table */
+            sched_yield();
+            continue;
+        }
+        if (atomic_compare_exchange_weak(&driver_state, &state, self)) break;
+    }
+    driver_table = found;
+    if (result == DRIVER_LACKING)
+        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", missing);
+    atomic_store_explicit(&driver_state, result, memory_order_release);
+    return result == DRIVER_READY ? &driver_table : NULL;
+}
+
+const char *reprod_cuda_unready_reason(void)
+{
+    if (reprod_cuda_driver() != NULL) return NULL;
+    if (atomic_load_explicit(&driver_state, memory_order_acquire) != DRIVER_LACKING)
+        return "no CUDA driver in the process";
+    return driver_lacks;
+}
+
+const char *reprod_cuda_error_name(const struct reprod_cuda_driver *d, CUresult error)
+{
+    const char *name = NULL;
+    if (d->get_error_name == NULL || d->get_error_name(error, &name) != CUDA_SUCCESS ||
+        name == NULL)
+        return "CUDA error";
+    return name;
+}
+
+/* A default stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): the current context's. */
+static int default_stream(CUstream stream)
+{
+    return (uintptr_t)stream <= 2;
+}
+
+static atomic_flag logged_no_primary = ATOMIC_FLAG_INIT;
+
+CUresult reprod_cuda_enter(const struct reprod_cuda_driver *d, CUstream stream, int device,
+                           struct reprod_cuda_scope *scope)
+{
+    CUcontext current = NULL, target = NULL;
+    memset(scope, 0, sizeof *scope);
+    scope->device = device;
+    if (d->ctx_get_current(&current) != CUDA_SUCCESS) current = NULL;
+    if (device >= 0 && default_stream(stream)) {
+        CUdevice current_device = -1;
+        if (current != NULL && d->ctx_get_device(&current_device) == CUDA_SUCCESS &&
+            current_device == device)
+            target = current;
+        else if (d->primary_ctx_retain(&target, device) == CUDA_SUCCESS)
+            scope->retained = 1;
+        else if (!atomic_flag_test_and_set(&logged_no_primary))
+            reprod_log(REPROD_LOG_WARN,
+                       "warning: the CUDA driver cannot give device %d's context "
+                       "(cuDevicePrimaryCtxRetain): work on a default stream goes to the "
+                       "calling thread's current device",
+                       device);
+    }
+    CUresult rc = target != NULL ? CUDA_SUCCESS : d->stream_get_ctx(stream, &target);
+    if (rc == CUDA_SUCCESS && target != current) {
+        rc = d->ctx_push_current(target);
+        scope->pushed = rc == CUDA_SUCCESS;
+    }
+    if (rc != CUDA_SUCCESS) {
+        reprod_cuda_leave(d, scope);
+        return rc;
+    }
+    scope->context = target;
+    return CUDA_SUCCESS;
+}
+
+void reprod_cuda_leave(const struct reprod_cuda_driver *d, struct reprod_cuda_scope *scope)
+{
+    CUcontext popped;
+    if (scope->pushed) d->ctx_pop_current(&popped);
+    if (scope->retained) d->primary_ctx_release(scope->device);
+    scope->pushed = scope->retained = 0;
+}
+
+/* ---- cuda.h ------------------------------------------------------------------------------ */
+
+int reprod_cuda_ready(void)
+{
+    return reprod_cuda_driver() != NULL;
+}
+
+int reprod_cuda_current_device(void)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    CUcontext current = NULL;
+    CUdevice device = REPROD_CUDA_CURRENT_DEVICE;
+    if (d == NULL || d->ctx_get_current(&current) != CUDA_SUCCESS || current == NULL ||
+        d->ctx_get_device(&device) != CUDA_SUCCESS)
+        return REPROD_CUDA_CURRENT_DEVICE;
+    return device;
+}
+
+/* Give the current device's stream-ordered pool's free memory back to the device
+ * (cuMemPoolTrimTo; a capture elsewhere on this thread must not object). 1 when trimmed. */
+static int trim_pool(const struct reprod_cuda_driver *d)
+{
+    CUdevice device;
+    CUmemoryPool pool;
+    if (d->device_get_mem_pool == NULL || d->mem_pool_trim_to == NULL ||
+        d->ctx_get_device(&device) != CUDA_SUCCESS ||
+        d->device_get_mem_pool(&pool, device) != CUDA_SUCCESS)
+        return 0;
+    int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int exchanged = d->thread_exchange_capture_mode(&mode) == CUDA_SUCCESS;
+    CUresult rc = d->mem_pool_trim_to(pool, 0);
+    if (exchanged) d->thread_exchange_capture_mode(&mode);
+    return rc == CUDA_SUCCESS;
+}
+
+static atomic_flag logged_trim = ATOMIC_FLAG_INIT, logged_host_scratch = ATOMIC_FLAG_INIT;
+
+/* The fallbacks change where this process's scratch lives, never its size: every rank's NCCL
+ * calls stay the same (the pieces follow from the arguments and REPROD_SCRATCH_MB alone). */
+int reprod_cuda_scratch_alloc(void **pointer, size_t bytes, reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    *pointer = NULL;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUdeviceptr address = 0;
+    rc = d->mem_alloc_async(&address, bytes, stream);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && trim_pool(d)) {
+        rc = d->mem_alloc_async(&address, bytes, stream);
+        if (rc == CUDA_SUCCESS && !atomic_flag_test_and_set(&logged_trim))
+            reprod_log(REPROD_LOG_INFO,
+                       "the device was full: trimming CUDA's stream-ordered pool made room for "
+                       "%zu bytes of the shim's scratch",
+                       bytes);
+    }
+    if (rc == CUDA_SUCCESS) {
+        *pointer = (void *)(uintptr_t)address;
+    } else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+        *pointer = reprod_cuda_host_scratch_take(d, bytes);
+        if (*pointer != NULL) rc = CUDA_SUCCESS;
+        if (*pointer != NULL && !atomic_flag_test_and_set(&logged_host_scratch))
+            reprod_log(REPROD_LOG_WARN,
+                       "warning: the device is full (even after trimming CUDA's pool): the "
+                       "shim's scratch (%zu bytes) is in pinned host memory, which the device "
+                       "reaches over the bus (slower, the same bits)",
+                       bytes);
+    }
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_scratch_free(void *pointer, reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &status);
+    int capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (rc == CUDA_SUCCESS && !reprod_cuda_host_scratch_release(d, stream, pointer, capturing))
+        rc = d->mem_free_async((CUdeviceptr)(uintptr_t)pointer, stream);
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_copy_async(void *destination, const void *source, size_t bytes,
+                           reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    if (bytes == 0) return REPROD_CUDA_OK;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = d->memcpy_async((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source, bytes,
+                         stream);
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_capturing(reprod_stream stream, int device, int *capturing)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    *capturing = 0;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &status);
+    *capturing = rc == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_stream_sync(reprod_stream stream, int device)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    struct reprod_cuda_scope scope;
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = d->stream_synchronize(stream);
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduction)
+{
+    if (reduction == NULL || reduction->count <= REPROD_KERNEL_LOCAL_POINTERS) return 0;
+    return (size_t)reduction->count * sizeof(void *);
+}
+
+/* The kernel arguments of a valid reduction; 0 when it is not valid. */
+static int kernel_args_of(const struct reprod_device_reduction *r, struct reprod_kernel_args *a)
+{
+    size_t size = reprod_type_size(r->type);
+    int op_valid = r->op == REPROD_SUM || r->op == REPROD_AVG ||
+                   (r->ordered && r->op == REPROD_PROD);
+    if (size == 0 || !op_valid || r->count < 1 || (unsigned)r->rounding > REPROD_ROUND_DOWN)
+        return 0;
+    if ((unsigned)r->premul > REPROD_PREMUL_DEVICE) return 0;
+    if (r->premul == REPROD_PREMUL_DEVICE && r->scalar_device == NULL) return 0;
+    if (r->elements > 0 && r->out == NULL) return 0;
+    if (r->elements > 0 && r->own_index >= 0 && r->own_index < r->count && r->own == NULL)
+        return 0;
+    if (r->elements > 0 && r->blocks == NULL && !(r->count == 1 && r->own_index == 0)) return 0;
+    memset(a, 0, sizeof *a);
+    a->type = r->type;
+    a->op = r->op;
+    a->rounding = r->rounding;
+    a->ordered = r->ordered != 0;
+    a->count = r->count;
+    a->own_index = r->own_index >= 0 && r->own_index < r->count ? r->own_index : -1;
+    a->premul = r->premul;
+    a->elements = r->elements;
+    a->block_stride_bytes = r->block_stride_bytes;
+    a->blocks = r->blocks;
+    a->own = r->own;
+    a->pointers = r->count > REPROD_KERNEL_LOCAL_POINTERS ? (const void *const *)r->work : NULL;
+    a->out = r->out;
+    a->scalar_bits = r->premul == REPROD_PREMUL_HOST ? r->scalar_bits : 0;
+    a->scalar_device = r->premul == REPROD_PREMUL_DEVICE ? r->scalar_device : NULL;
+    return 1;
+}
+
+int reprod_cuda_reduce(reprod_stream stream, int device,
+                       const struct reprod_device_reduction *reduction)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    struct reprod_kernel_args args;
+    if (reduction == NULL || !kernel_args_of(reduction, &args)) return REPROD_CUDA_INVALID_VALUE;
+    if (args.elements == 0) return REPROD_CUDA_OK;
+    struct reprod_cuda_scope scope;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &capture_status);
+    if (rc == CUDA_SUCCESS) {
+        int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
+        const char *why = "no-pointer-array";
+        int kernel_possible = args.count <= REPROD_KERNEL_LOCAL_POINTERS || args.pointers != NULL;
+        rc = kernel_possible ? reprod_cuda_launch(d, scope.context, stream, &args, capturing, &why)
+                             : REPROD_CUDA_UNAVAILABLE;
+        if (rc == CUDA_SUCCESS) {
+            reprod_cuda_count_path(NULL);
+        } else {
+            rc = reprod_cuda_reduce_on_host(d, stream, &args, capturing);
+            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
+        }
+    }
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}

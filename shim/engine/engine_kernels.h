@@ -1,0 +1,131 @@
+/* engine_kernels.h: the host engine's block kernels (internal to engine.c and engine_avx2.c).
+ *
+ * An exact kernel reduces elements [0, done) of an array, done a multiple of its block, and
+ * returns done; the caller finishes the tail with engine_exact_element. Within a block every
+ * input is read before any result is written, so `result` may be a contribution. Elements
+ * outside the fast path's window take the general path (`a`, *general counts them).
+ */
+#ifndef REPROD_ENGINE_KERNELS_H
+#define REPROD_ENGINE_KERNELS_H
+
+#include "engine/engine_inner.h"
+
+#include <stddef.h>
+
+/* Exact binary32 sums or averages: sum in binary64, span check on the magnitude bits. */
+typedef size_t engine_exact_float32_kernel(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t element_count, float *result,
+                                           struct engine_accumulator *a, size_t *general);
+
+/* Exact binary64 sums, and averages when engine_fast_double_serves: the TwoSum cascade. */
+typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count,
+                                           size_t element_count, double *result,
+                                           struct engine_accumulator *a, size_t *general);
+
+/* The distillation tier (engine_inner.h (e)) for the lanes in `refused` (bit l: element j + l,
+ * l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l] gets
+ * their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
+ * output [e_1, ..., e_{N-1}, s] of every lane, ENGINE_DISTILL_PREPARED_LANES doubles per term
+ * (64-byte aligned, overwritten); count <= ENGINE_DISTILL_TERMS then. One per kernel level
+ * (engine_distill.c). */
+#define ENGINE_DISTILL_PREPARED_LANES 16
+typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
+                                       const void *const *contributions, int count, size_t j,
+                                       int lanes, uint32_t refused, double *prepared, uint64_t *out,
+                                       struct engine_accumulator *a, size_t *general);
+engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
+    engine_distill_float64_generic;
+
+/* Binary32 lanes beyond the fast path's window (engine_inner.h (i), (h), (g)): the lanes in
+ * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (i),
+ * (h), (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
+ * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
+ * which a kernel's span check has found already. `sums`: NULL, or per lane the binary64 sum of
+ * its terms in (i)'s order (engine_wide32_plain_sum: the even and the odd terms apart, from -0,
+ * then added), which a kernel has as its window's sums. One per kernel level
+ * (engine_distill.c). */
+typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
+                              int count, size_t j, int lanes, uint32_t refused,
+                              const uint32_t *largest, const uint32_t *smallest, const double *sums,
+                              uint32_t *out, struct engine_accumulator *a, size_t *general);
+engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
+
+/* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
+ * smallest given for each, indexed from j), results written to `result` 16 at a time once
+ * their inputs are read: for chunks the kernel expects mostly beyond its window. Binary32
+ * results, or bfloat16 ones from the _bfloat16_ versions (the binary32 tiers serve bfloat16:
+ * every bfloat16 is a binary32; largest and smallest are then of the terms as binary32), for
+ * the AVX2 kernel of the 16-bit types at either level. */
+typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
+                                    const void *const *contributions, int count, size_t j,
+                                    size_t length, const uint32_t *largest,
+                                    const uint32_t *smallest, void *result,
+                                    struct engine_accumulator *a, size_t *general);
+engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
+    engine_wide32_generic_chunk, engine_wide32_bfloat16_avx512_chunk,
+    engine_wide32_bfloat16_avx2_chunk;
+
+/* Whether a kernel prefetches its next block or chunk: with more than 16 contributions read a
+ * block at a time the hardware's prefetcher loses track of the streams (N=64, 1 Mi elements
+ * out of cache: binary64 at 0.38 of the fold, binary32 at 0.29, without), but keeps track of
+ * 16 or fewer (binary32 at N=8: prefetching cost 29%); in cache it cost 8%, hence only beyond
+ * 8 MiB of input. */
+static inline int engine_prefetch_wanted(int count, size_t element_count, size_t element_size)
+{
+    return count > 16 && element_count * (size_t)count * element_size > (8u << 20);
+}
+
+/* Prefetch into L2, for reading, the line `bytes` beyond p. The address is formed in the
+ * integers: past the end of an array it is no pointer, and prefetching it is harmless. */
+static inline void engine_prefetch_ahead(const void *p, size_t bytes)
+{
+    __builtin_prefetch((const void *)((uintptr_t)p + bytes), 0, 2);
+}
+
+/* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
+ * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
+ * minimum and finishes the block again. */
+#define FLOAT64_TRACK_FIRST UINT32_MAX
+
+/* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
+engine_exact_float32_kernel engine_exact_float32_avx2;
+engine_exact_float64_kernel engine_exact_float64_avx2;
+
+/* Exact binary16 or bfloat16 (type) sums or averages, AVX2 + F16C (engine_avx2_16.c);
+ * bfloat16 beyond its window goes to `wide_chunk` (a _bfloat16_ chunk function of the caller's
+ * level; unused for binary16). */
+size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
+                               const void *const *contributions, int count, size_t element_count,
+                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               struct engine_accumulator *a, size_t *general);
+
+/* The ordered fold of binary16 or bfloat16, AVX2 + F16C; returns how many elements it did
+ * (the caller folds the rest). */
+size_t engine_ordered_small_avx2(reprod_type type, int average, const uint16_t *const *c, int count,
+                                 size_t element_count, uint16_t *result);
+
+/* AVX-512F versions (engine_avx512.c); call only when engine_cpu_has_avx512(). */
+engine_exact_float32_kernel engine_exact_float32_avx512;
+engine_exact_float64_kernel engine_exact_float64_avx512;
+
+/* Whether this CPU runs the AVX2 (with F16C) or the AVX-512 kernels (0 where they are not
+ * built). */
+int engine_cpu_has_avx2(void);
+int engine_cpu_has_avx512(void);
+
+/* Kernel levels, for tests that pin one: every level computes the same bits. */
+enum engine_kernel_level {
+    ENGINE_KERNELS_AUTO = -1,   /* the widest this CPU runs (the default) */
+    ENGINE_KERNELS_GENERIC = 0, /* GCC vector code, any CPU */
+    ENGINE_KERNELS_AVX2 = 1,    /* engine_avx2.c, engine_avx2_16.c */
+    ENGINE_KERNELS_AVX512 = 2,  /* engine_avx512.c (16-bit types: the AVX2 kernels, bfloat16
+                                 * beyond its window: the AVX-512 tier) */
+};
+
+/* Use at most `level` from now on (process-wide; for tests and benchmarks only). Returns 0,
+ * or -1 if this CPU cannot run that level. */
+int engine_limit_kernels(enum engine_kernel_level level);
+
+#endif /* REPROD_ENGINE_KERNELS_H */
