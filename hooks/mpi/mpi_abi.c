@@ -7,7 +7,6 @@
 #include "interpose/once.h"
 #include "interpose/resolve.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,7 @@
 #define MAX_TYPE_DEPTH 16
 
 static struct reprod_mpi mpi;
-static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static struct reprod_once resolve_once = REPROD_ONCE_INIT;
 
 /* Predefined float types: their handles and their classes once sizes were checked. */
 static mpi_handle float_handles[MAX_FLOAT_TYPES];
@@ -153,6 +152,10 @@ static void resolve_handles(void)
  * built without its headers. */
 static void resolve_everything(void)
 {
+    /* From the start: a fork child whose parent was in the middle of it runs it again. */
+    memset(&mpi, 0, sizeof mpi);
+    float_count = 0;
+    deterministic_op_count = 0;
     mpi.handle_mask = ~(mpi_handle)0;
     const struct mpi_constants *found = detect_family();
     mpi.abi = found && found->family ? found : NULL;
@@ -177,9 +180,20 @@ static void resolve_everything(void)
 
 _Atomic(const struct reprod_mpi *) reprod_mpi_resolved;
 
+/* What a hook reached from inside resolve_everything (on its own thread) gets: no MPI to work
+ * with yet, every function answering MPI_ERR_INTERN, handles as given. */
+#define REPROD_MPI_MISSING(name, parameters)                                                       \
+    .name = (int(*) parameters)(void (*)(void))function_missing,
+static const struct reprod_mpi unresolved = {
+    .why_not = "the MPI library is still being looked up",
+    .handle_mask = ~(mpi_handle)0,
+    .real = {REPROD_MPI_FUNCTIONS(REPROD_MPI_MISSING)},
+};
+#undef REPROD_MPI_MISSING
+
 const struct reprod_mpi *reprod_mpi_resolve(void)
 {
-    pthread_once(&resolve_once, resolve_everything);
+    if (!reprod_once(&resolve_once, resolve_everything)) return &unresolved;
     atomic_store_explicit(&reprod_mpi_resolved, &mpi, memory_order_release);
     return &mpi;
 }

@@ -30,13 +30,13 @@
  * Generator::seed() draws a seed from the OS and passes it here: it is derived like a user's,
  * so torch.manual_seed(torch.seed()) in a later run gives the same stream.
  */
+#include "interpose/once.h"
 #include "runtime/log.h"
 #include "real.h"
 #include "seed/seed.h"
 
 #include <dlfcn.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -80,11 +80,12 @@ static struct {
     {CUDA_CLONE, "copying a generator (CUDAGeneratorImpl::clone_impl)", {0, 0}},
     {CUDA_CREATE, "a new generator's default seed (createCUDAGenerator)", {0, 0}},
 };
-static pthread_once_t callers_once = PTHREAD_ONCE_INIT;
+static struct reprod_once callers_once = REPROD_ONCE_INIT;
 static int caller_not_found = -1; /* the first of them not found (or not sized), or -1 */
 
 static void find_callers(void)
 {
+    caller_not_found = -1; /* run again in a fork child whose parent was running it */
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(unchanged_callers); i++) {
         void *address = reprod_resolve(unchanged_callers[i].symbol);
         Dl_info info;
@@ -102,7 +103,8 @@ static void find_callers(void)
 /* Why the call returning to `return_address` keeps its seed, or NULL when it does not. */
 static const char *unchanged_because(void *return_address)
 {
-    pthread_once(&callers_once, find_callers);
+    /* 0 only for a seed set from inside find_callers itself: nothing known yet, nothing derived. */
+    if (!reprod_once(&callers_once, find_callers)) return "PyTorch's callers are being looked up";
     uintptr_t address = (uintptr_t)return_address;
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(unchanged_callers); i++)
         if (address >= unchanged_callers[i].range.start && address < unchanged_callers[i].range.end)

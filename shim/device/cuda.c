@@ -9,9 +9,9 @@
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
 #include "runtime/log.h"
+#include "interpose/once.h"
 #include "interpose/resolve.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -80,7 +80,6 @@ static const struct driver_symbol driver_symbols[] = {
 
 #define DRIVER_READY   1
 #define DRIVER_LACKING 2
-#define DRIVER_WRITING 3
 
 typedef CUresult get_proc_address_fn(const char *symbol, void **function, int cuda_version,
                                      unsigned long long flags, int *symbol_status);
@@ -112,38 +111,39 @@ static int driver_resolve(struct reprod_cuda_driver *d, const char **missing)
     return DRIVER_READY;
 }
 
-/* The published table: state 0 (none), DRIVER_READY, DRIVER_LACKING (for good: the loaded
- * libcuda lacks driver_missing), or DRIVER_WRITING + the writer's pid (a fork child whose
- * parent was writing takes over). */
+/* The table, filled once libcuda is loaded (once.h: a fork child whose parent was filling it
+ * fills it again): driver_state is then DRIVER_READY, or DRIVER_LACKING for good (the loaded
+ * libcuda lacks driver_lacks), or 0 when libcuda went away in between. */
 static struct reprod_cuda_driver driver_table;
 static char driver_lacks[96]; /* DRIVER_LACKING: "the CUDA driver lacks cuMemAllocAsync" */
 static _Atomic int driver_state;
+static struct reprod_once driver_once = REPROD_ONCE_INIT;
+
+static void fill_driver_table(void)
+{
+    const char *missing = NULL;
+    int result = driver_resolve(&driver_table, &missing);
+    if (result == DRIVER_LACKING)
+        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", missing);
+    atomic_store_explicit(&driver_state, result, memory_order_release);
+}
+
+/* 1 when the process has loaded libcuda (the table can be filled). */
+static int driver_loaded(void)
+{
+    return reprod_resolve("cuGetProcAddress_v2") != NULL || reprod_resolve("cuInit") != NULL;
+}
 
 const struct reprod_cuda_driver *reprod_cuda_driver(void)
 {
     int state = atomic_load_explicit(&driver_state, memory_order_acquire);
     if (REPROD_LIKELY(state == DRIVER_READY)) return &driver_table;
     if (state == DRIVER_LACKING) return NULL;
-    struct reprod_cuda_driver found;
-    const char *missing = NULL;
-    int result = driver_resolve(&found, &missing);
-    if (result == 0) return NULL; /* CUDA not loaded (yet): ask again next time */
-    int self = DRIVER_WRITING + (int)getpid();
-    for (;;) {
-        state = atomic_load_explicit(&driver_state, memory_order_acquire);
-        if (state == DRIVER_READY) return &driver_table;
-        if (state == DRIVER_LACKING) return NULL;
-        if (state == self) { /* another thread of this process is publishing the same table */
-            sched_yield();
-            continue;
-        }
-        if (atomic_compare_exchange_weak(&driver_state, &state, self)) break;
-    }
-    driver_table = found;
-    if (result == DRIVER_LACKING)
-        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", missing);
-    atomic_store_explicit(&driver_state, result, memory_order_release);
-    return result == DRIVER_READY ? &driver_table : NULL;
+    /* CUDA not loaded (yet): ask again next time. A call from inside the filling itself finds
+     * no driver. */
+    if (!driver_loaded() || !reprod_once(&driver_once, fill_driver_table)) return NULL;
+    return atomic_load_explicit(&driver_state, memory_order_acquire) == DRIVER_READY ? &driver_table
+                                                                                     : NULL;
 }
 
 const char *reprod_cuda_unready_reason(void)
