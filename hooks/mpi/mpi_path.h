@@ -11,6 +11,7 @@
 #define REPROD_MPI_PATH_H
 
 #include "common.h"
+#include "interpose/guard.h"
 #include "mpi/mpi_abi.h"
 
 #include <stddef.h>
@@ -26,11 +27,19 @@
     REPROD_EXPORT int PMPI_##name parameters __attribute__((alias("MPI_" #name)));                 \
     int MPI_##name parameters
 
-/* Enter a hook on this thread: 1 to go on, 0 when the thread is already inside one (a call the
- * library or a user's reduction function made while the shim was running): the caller then
+/* Enter a hook on this thread (the MPI family's claim of the guard, interpose/guard.h): 1 to go
+ * on, 0 when the thread is already inside one (a call the library or a user's reduction
+ * function made while the shim was running) or inside the shim's own work: the caller then
  * hands the call straight to the library, untouched. Pair a 1 with mpi_hook_leave. */
-int mpi_hook_enter(void);
-void mpi_hook_leave(void);
+static inline int mpi_hook_enter(void)
+{
+    return reprod_guard_claim(REPROD_GUARD_MPI);
+}
+
+static inline void mpi_hook_leave(void)
+{
+    reprod_guard_release(REPROD_GUARD_MPI);
+}
 
 /* A count array as the caller gave it: int (classic bindings) or MPI_Count (_c bindings). */
 struct mpi_counts {
