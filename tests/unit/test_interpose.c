@@ -1,13 +1,18 @@
 /* test_interpose.c: the shim's ways of living inside another process (shim/interpose/): the
- * re-entrancy guard (guard.h: the shim's own work against a hook family's claim) and the once
+ * re-entrancy guard (guard.h: the shim's own work against a hook family's claim), the once
  * (once.h: one run per process, a re-entering call that does not wait for itself, a fork
- * child that runs the initialiser again when its parent was in the middle of it). */
+ * child that runs the initialiser again when its parent was in the middle of it) and the
+ * tables of real functions (real.h: looked up once found, again while missing, final once the
+ * whole table was looked up; no waiting when re-entered or raced). */
 #include "interpose/guard.h"
 #include "interpose/once.h"
+#include "interpose/real.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,4 +141,95 @@ Test(once, a_fork_child_runs_the_initialiser_its_parent_was_in_the_middle_of, .t
     atomic_store(&parent_may_finish, 1);
     pthread_join(runner, NULL);
     cr_expect_eq(atomic_load(&forked_runs), 1, "the parent ran the initialiser again");
+}
+
+/* A table of real functions whose finder counts its calls and can be told what to find. */
+static _Atomic int finder_calls;
+static _Atomic int provide_late; /* "late" is found only once this is set */
+static _Atomic int reenter_depth;
+
+static int late_function(void)
+{
+    return 7;
+}
+
+static void *counting_finder(const char *symbol);
+
+/* clang-format off */
+#define TEST_FUNCTIONS(X)                                                                          \
+    X(length, "strlen", size_t (*)(const char *))                                                  \
+    X(late, "late", int (*)(void))                                                                 \
+    X(reentrant, "reentrant", size_t (*)(const char *))
+/* clang-format on */
+struct test_functions {
+    REPROD_REAL_FIELDS(TEST_FUNCTIONS)
+};
+REPROD_REAL_TABLE(test_table, struct test_functions, TEST_FUNCTIONS, counting_finder);
+
+static void *counting_finder(const char *symbol)
+{
+    atomic_fetch_add(&finder_calls, 1);
+    if (strcmp(symbol, "late") == 0)
+        return atomic_load(&provide_late) ? (void *)(intptr_t)late_function : NULL;
+    if (strcmp(symbol, "reentrant") == 0) {
+        /* A lookup that reaches a lookup of the same function (a hook its finder calls). */
+        if (atomic_fetch_add(&reenter_depth, 1) == 0) (void)REPROD_REAL(test_table, reentrant);
+        symbol = "strlen";
+    }
+    return reprod_resolve(symbol);
+}
+
+Test(real, a_function_found_is_kept_one_missing_is_looked_up_again_until_the_table_is_complete)
+{
+    cr_assert(REPROD_REAL(test_table, length) == &strlen, "strlen is not libc's");
+    int calls = atomic_load(&finder_calls);
+    cr_expect(REPROD_REAL(test_table, length) == &strlen);
+    cr_expect_eq(atomic_load(&finder_calls), calls, "a function found was looked up again");
+
+    cr_expect_null(REPROD_REAL(test_table, late));
+    cr_expect_null(REPROD_REAL(test_table, late));
+    cr_expect_eq(atomic_load(&finder_calls), calls + 2,
+                 "a missing function was not looked up again");
+    atomic_store(&provide_late, 1);
+    cr_assert_not_null(REPROD_REAL(test_table, late), "a function loaded later was not found");
+    cr_expect_eq(REPROD_REAL(test_table, late)(), 7);
+
+    const struct test_functions *all = REPROD_REAL_ALL(test_table);
+    cr_expect(all->length == &strlen && all->late == &late_function && all->reentrant == &strlen);
+}
+
+Test(real, once_the_whole_table_was_looked_up_a_missing_function_is_missing_for_good)
+{
+    const struct test_functions *all = REPROD_REAL_ALL(test_table);
+    cr_expect_null(all->late);
+    int calls = atomic_load(&finder_calls);
+    atomic_store(&provide_late, 1);
+    cr_expect_null(REPROD_REAL(test_table, late));
+    cr_expect_null(REPROD_REAL_ALL(test_table)->late);
+    cr_expect_eq(atomic_load(&finder_calls), calls, "a complete table was looked up again");
+}
+
+Test(real, a_lookup_reached_from_inside_a_lookup_looks_up_again_instead_of_waiting, .timeout = 10)
+{
+    cr_expect(REPROD_REAL(test_table, reentrant) == &strlen);
+    cr_expect_eq(atomic_load(&reenter_depth), 2);
+}
+
+static void *complete_table(void *unused)
+{
+    (void)unused;
+    const struct test_functions *all = REPROD_REAL_ALL(test_table);
+    return (void *)(intptr_t)(all->length == &strlen && all->reentrant == &strlen);
+}
+
+Test(real, threads_racing_on_the_first_use_all_see_the_same_table, .timeout = 20)
+{
+    pthread_t threads[8];
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(pthread_create(&threads[i], NULL, complete_table, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        void *ok = NULL;
+        pthread_join(threads[i], &ok);
+        cr_expect(ok, "thread %d saw an incomplete table", i);
+    }
 }
