@@ -11,10 +11,7 @@
  */
 #include "mpi/mpi_pending.h"
 
-#include "interpose/resolve.h"
 #include "runtime/stats.h"
-
-#include <stdatomic.h>
 
 /* The data movement started (rc) for `entry`, its request at `request`: register the entry,
  * or clean up. */
@@ -431,14 +428,7 @@ MPI_HOOK(Allreduce_init_c, (const void *sendbuf, void *recvbuf, mpi_count count,
 /* Open MPI 4's persistent collectives are an extension: MPIX_Allreduce_init. */
 static allreduce_init_fn *real_mpix_allreduce_init(void)
 {
-    static _Atomic(void *) slot;
-    void *address = atomic_load(&slot);
-    if (!address) {
-        address = reprod_resolve("PMPIX_Allreduce_init");
-        if (!address) address = reprod_resolve("MPIX_Allreduce_init");
-        atomic_store(&slot, address);
-    }
-    return (allreduce_init_fn *)address;
+    return HAS_MPI(Allreduce_init_mpix) ? REAL_MPI(Allreduce_init_mpix) : NULL;
 }
 
 REPROD_EXPORT int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
