@@ -368,10 +368,11 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
-    /* MPICH 4.0's persistent all-gather releases a derived datatype's reference each round. */
-    int movable = (large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init)) &&
-                  (reduction.type.predefined || !mpi->abi->persistent_derived_broken);
-    if (action != REPROD_ACTION_PASS && !movable) {
+    /* MPICH 4.0's persistent all-gather releases a derived datatype's reference each round.
+     * (Asked only when the call would go deterministic: the family is known then.) */
+    if (action != REPROD_ACTION_PASS &&
+        !((large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init)) &&
+          (reduction.type.predefined || !mpi->abi->persistent_derived_broken))) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_UNSUPPORTED; /* no persistent all-gather to build it from */
     }
