@@ -177,7 +177,7 @@ static mpi_handle block_type(const struct mpi_reduction *reduction, mpi_count co
             REPROD_MPI_OK ||
         mpi->real.Type_commit(&type) != REPROD_MPI_OK)
         mpi_fatal_no_memory(reduction, 0);
-    return type & mpi->handle_mask;
+    return mpi_handle_load(&type, 0);
 }
 
 /* The all-to-all as MPI_Alltoallw with one datatype per rank and direction. */
