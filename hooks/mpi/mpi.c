@@ -41,8 +41,9 @@ MPI_HOOK(Init_thread, (int *argc, char ***argv, int required, int *provided))
 
 /* MPI-4 sessions: reductions on communicators made from a session are intercepted while one
  * lives, though MPI_Initialized says no. */
-MPI_HOOK(Session_init, (mpi_handle info, mpi_handle errhandler, void *session))
+MPI_HOOK(Session_init, (mpi_handle_arg info_arg, mpi_handle_arg errhandler_arg, void *session))
 {
+    mpi_handle info = mpi_handle_of(info_arg), errhandler = mpi_handle_of(errhandler_arg);
     int rc = REAL_MPI(Session_init)(info, errhandler, session);
     if (rc == REPROD_MPI_OK) reprod_mpi_count_session(+1);
     return rc;
@@ -86,7 +87,6 @@ static enum reprod_action audited(const struct mpi_reduction *reduction, enum re
 static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count count,
                      int large, mpi_handle datatype, mpi_handle op, mpi_handle comm)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -113,18 +113,22 @@ static int allreduce(const char *api, const void *sendbuf, void *recvbuf, mpi_co
     return mpi_reduction_done(&reduction, count, "all-reduce", rc, recvbuf, count);
 }
 
-MPI_HOOK(Allreduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                     mpi_handle op, mpi_handle comm))
+MPI_HOOK(Allreduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                     mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter()) return REAL_MPI(Allreduce)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = allreduce("MPI_Allreduce", sendbuf, recvbuf, count, 0, datatype, op, comm);
     mpi_hook_leave();
     return rc;
 }
 
-MPI_HOOK(Allreduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
-                       mpi_handle op, mpi_handle comm))
+MPI_HOOK(Allreduce_c, (const void *sendbuf, void *recvbuf, mpi_count count,
+                       mpi_handle_arg datatype_arg, mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Allreduce_c)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, 1, datatype, op, comm);
@@ -135,7 +139,6 @@ MPI_HOOK(Allreduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_
 static int reduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count count, int large,
                   mpi_handle datatype, mpi_handle op, int root, mpi_handle comm)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -172,9 +175,11 @@ static int reduce(const char *api, const void *sendbuf, void *recvbuf, mpi_count
     return mpi_reduction_done(&reduction, count, "reduce", rc, is_root ? recvbuf : NULL, count);
 }
 
-MPI_HOOK(Reduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                  mpi_handle op, int root, mpi_handle comm))
+MPI_HOOK(Reduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                  mpi_handle_arg op_arg, int root, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce)(sendbuf, recvbuf, count, datatype, op, root, comm);
     int rc = reduce("MPI_Reduce", sendbuf, recvbuf, count, 0, datatype, op, root, comm);
@@ -182,9 +187,12 @@ MPI_HOOK(Reduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle data
     return rc;
 }
 
-MPI_HOOK(Reduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
-                    mpi_handle op, int root, mpi_handle comm))
+MPI_HOOK(Reduce_c,
+         (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, int root, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce_c)(sendbuf, recvbuf, count, datatype, op, root, comm);
     int rc = reduce("MPI_Reduce_c", sendbuf, recvbuf, count, 1, datatype, op, root, comm);
@@ -253,7 +261,6 @@ static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
                           struct mpi_counts counts, mpi_count uniform, mpi_handle datatype,
                           mpi_handle op, mpi_handle comm)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     int blockwise = counts.values == NULL;
     struct mpi_reduction reduction;
     enum reprod_reason reason;
@@ -288,9 +295,12 @@ static int reduce_scatter(const char *api, const void *sendbuf, void *recvbuf,
     return mpi_reduction_done(&reduction, total, "reduce-scatter", rc, recvbuf, mine);
 }
 
-MPI_HOOK(Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[],
-                          mpi_handle datatype, mpi_handle op, mpi_handle comm))
+MPI_HOOK(Reduce_scatter,
+         (const void *sendbuf, void *recvbuf, const int recvcounts[], mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     struct mpi_counts counts = {recvcounts, 0};
@@ -302,9 +312,12 @@ MPI_HOOK(Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcoun
     return rc;
 }
 
-MPI_HOOK(Reduce_scatter_c, (const void *sendbuf, void *recvbuf, const mpi_count recvcounts[],
-                            mpi_handle datatype, mpi_handle op, mpi_handle comm))
+MPI_HOOK(Reduce_scatter_c,
+         (const void *sendbuf, void *recvbuf, const mpi_count recvcounts[],
+          mpi_handle_arg datatype_arg, mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce_scatter_c)(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     struct mpi_counts counts = {recvcounts, 1};
@@ -316,9 +329,12 @@ MPI_HOOK(Reduce_scatter_c, (const void *sendbuf, void *recvbuf, const mpi_count 
     return rc;
 }
 
-MPI_HOOK(Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount,
-                                mpi_handle datatype, mpi_handle op, mpi_handle comm))
+MPI_HOOK(Reduce_scatter_block,
+         (const void *sendbuf, void *recvbuf, int recvcount, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce_scatter_block)(sendbuf, recvbuf, recvcount, datatype, op, comm);
     struct mpi_counts counts = {NULL, 0};
@@ -328,9 +344,12 @@ MPI_HOOK(Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcoun
     return rc;
 }
 
-MPI_HOOK(Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, mpi_count recvcount,
-                                  mpi_handle datatype, mpi_handle op, mpi_handle comm))
+MPI_HOOK(Reduce_scatter_block_c,
+         (const void *sendbuf, void *recvbuf, mpi_count recvcount, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Reduce_scatter_block_c)(sendbuf, recvbuf, recvcount, datatype, op, comm);
     struct mpi_counts counts = {NULL, 1};
@@ -344,7 +363,6 @@ MPI_HOOK(Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, mpi_count 
 static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count count, int large,
                 mpi_handle datatype, mpi_handle op, mpi_handle comm, int exclusive)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -380,36 +398,44 @@ static int scan(const char *api, const void *sendbuf, void *recvbuf, mpi_count c
                               receives ? recvbuf : NULL, count);
 }
 
-MPI_HOOK(Scan, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                mpi_handle op, mpi_handle comm))
+MPI_HOOK(Scan, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter()) return REAL_MPI(Scan)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = scan("MPI_Scan", sendbuf, recvbuf, count, 0, datatype, op, comm, 0);
     mpi_hook_leave();
     return rc;
 }
 
-MPI_HOOK(Scan_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
-                  mpi_handle op, mpi_handle comm))
+MPI_HOOK(Scan_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle_arg datatype_arg,
+                  mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter()) return REAL_MPI(Scan_c)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = scan("MPI_Scan_c", sendbuf, recvbuf, count, 1, datatype, op, comm, 0);
     mpi_hook_leave();
     return rc;
 }
 
-MPI_HOOK(Exscan, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                  mpi_handle op, mpi_handle comm))
+MPI_HOOK(Exscan, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                  mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter()) return REAL_MPI(Exscan)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = scan("MPI_Exscan", sendbuf, recvbuf, count, 0, datatype, op, comm, 1);
     mpi_hook_leave();
     return rc;
 }
 
-MPI_HOOK(Exscan_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
-                    mpi_handle op, mpi_handle comm))
+MPI_HOOK(Exscan_c, (const void *sendbuf, void *recvbuf, mpi_count count,
+                    mpi_handle_arg datatype_arg, mpi_handle_arg op_arg, mpi_handle_arg comm_arg))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Exscan_c)(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = scan("MPI_Exscan_c", sendbuf, recvbuf, count, 1, datatype, op, comm, 1);

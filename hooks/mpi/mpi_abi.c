@@ -7,7 +7,6 @@
 #include "interpose/once.h"
 #include "interpose/resolve.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,7 @@
 #define MAX_TYPE_DEPTH 16
 
 static struct reprod_mpi mpi;
-static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static struct reprod_once resolve_once = REPROD_ONCE_INIT;
 
 /* Predefined float types: their handles and their classes once sizes were checked. */
 static mpi_handle float_handles[MAX_FLOAT_TYPES];
@@ -41,21 +40,25 @@ static int function_missing(void)
     return mpi.abi ? mpi.abi->err_intern : 16;
 }
 
-/* The real `PMPI_name` (or `PMPIX_name` for `MPIX_name`), else `MPI_name`, outside the shim. */
-static void *resolve_function(const char *name)
+/* How the table of real functions finds `symbol` (MPI_name, MPIX_name): PMPI_name (PMPIX_name),
+ * else the name itself, outside the shim. The persistent all-gather goes by the family's name. */
+static void *find_function(const char *symbol)
 {
-    char symbol[80];
-    strcpy(symbol, "P");
-    strncat(symbol, name, sizeof symbol - 2);
-    void *address = reprod_resolve(symbol);
-    return address ? address : reprod_resolve(symbol + 1);
+    if (mpi.abi && strcmp(symbol, "MPI_Allgather_init") == 0) symbol = mpi.abi->allgather_init_name;
+    char profiling[80];
+    snprintf(profiling, sizeof profiling, "P%s", symbol);
+    void *address = reprod_resolve(profiling);
+    return address ? address : reprod_resolve(symbol);
 }
+
+REPROD_REAL_TABLE(real_functions, struct mpi_functions, REPROD_MPI_FUNCTIONS, find_function);
+_Static_assert(MPI_FUNCTION_COUNT <= sizeof(((struct reprod_mpi *)0)->has), "reprod_mpi.has");
 
 /* The library's version string, or "" (MPI_Get_library_version may run before MPI_Init). */
 static const char *library_version(void)
 {
     static char text[8192]; /* MPI_MAX_LIBRARY_VERSION_STRING is 8192 in MPICH */
-    int (*version)(char *, int *) = (int (*)(char *, int *))resolve_function("MPI_Get_library_version");
+    int (*version)(char *, int *) = REPROD_REAL(real_functions, Get_library_version);
     int length = 0;
     if (!version || version(text, &length) != REPROD_MPI_OK) return "";
     text[length > 0 && (size_t)length < sizeof text ? length : (int)sizeof text - 1] = '\0';
@@ -68,7 +71,7 @@ static const char *library_version(void)
 static const struct mpi_constants *detect_family(void)
 {
     if (reprod_resolve_data("ompi_mpi_comm_world")) return &reprod_mpi_openmpi;
-    if (!resolve_function("MPI_Init")) return NULL;
+    if (!REPROD_REAL(real_functions, Init)) return NULL;
     const char *version = library_version();
     if (strstr(version, "MPICH") || strstr(version, "MVAPICH") || strstr(version, "Intel(R) MPI"))
         return &reprod_mpi_mpich;
@@ -97,27 +100,22 @@ static const int required_functions[] = {
     MPI_FUNCTION_Unpack,          MPI_FUNCTION_Reduce_local,         MPI_FUNCTION_Op_free,
 };
 
+/* Every function of the table, looked up now that the family is known; a missing one
+ * answers MPI_ERR_INTERN (function_missing). */
 static void resolve_functions(void)
 {
-    const char *names[] = {
-#define REPROD_MPI_NAME(name, parameters) "MPI_" #name,
-        REPROD_MPI_FUNCTIONS(REPROD_MPI_NAME)
-#undef REPROD_MPI_NAME
-    };
+    mpi.real = *REPROD_REAL_ALL(real_functions);
     void **slots = (void **)&mpi.real;
     for (int i = 0; i < MPI_FUNCTION_COUNT; i++) {
-        const char *name = names[i];
-        if (i == MPI_FUNCTION_Allgather_init && mpi.abi) name = mpi.abi->allgather_init_name;
-        void *address = resolve_function(name);
-        mpi.has[i] = address != NULL;
-        slots[i] = address ? address : (void *)(void (*)(void))function_missing;
+        mpi.has[i] = slots[i] != NULL;
+        if (!mpi.has[i]) slots[i] = (void *)(void (*)(void))function_missing;
     }
     static char missing[128]; /* written once, under resolve_once */
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(required_functions) && !mpi.why_not; i++) {
         if (mpi.has[required_functions[i]]) continue;
         snprintf(missing, sizeof missing,
                  "%s, which the data paths need, is missing from the MPI library",
-                 names[required_functions[i]]);
+                 real_functions_symbols[required_functions[i]]);
         mpi.why_not = missing;
     }
 }
@@ -153,6 +151,10 @@ static void resolve_handles(void)
  * built without its headers. */
 static void resolve_everything(void)
 {
+    /* From the start: a fork child whose parent was in the middle of it runs it again. */
+    memset(&mpi, 0, sizeof mpi);
+    float_count = 0;
+    deterministic_op_count = 0;
     mpi.handle_mask = ~(mpi_handle)0;
     const struct mpi_constants *found = detect_family();
     mpi.abi = found && found->family ? found : NULL;
@@ -177,9 +179,19 @@ static void resolve_everything(void)
 
 _Atomic(const struct reprod_mpi *) reprod_mpi_resolved;
 
+/* What a hook reached from inside resolve_everything (on its own thread) gets: no MPI to work
+ * with yet, every function answering MPI_ERR_INTERN, handles as given. */
+#define REPROD_MPI_MISSING(field, symbol, type) .field = (type)(void (*)(void))function_missing,
+static const struct reprod_mpi unresolved = {
+    .why_not = "the MPI library is still being looked up",
+    .handle_mask = ~(mpi_handle)0,
+    .real = {REPROD_MPI_FUNCTIONS(REPROD_MPI_MISSING)},
+};
+#undef REPROD_MPI_MISSING
+
 const struct reprod_mpi *reprod_mpi_resolve(void)
 {
-    pthread_once(&resolve_once, resolve_everything);
+    if (!reprod_once(&resolve_once, resolve_everything)) return &unresolved;
     atomic_store_explicit(&reprod_mpi_resolved, &mpi, memory_order_release);
     return &mpi;
 }

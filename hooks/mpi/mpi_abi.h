@@ -8,11 +8,15 @@
  * (mpi_abi_openmpi.c, mpi_abi_mpich.c), and the family is recognised when a hook first runs.
  * On x86-64 and AArch64 an int argument and a pointer argument travel in the same register, so
  * one exported function serves both ABIs once the handle is narrowed: the upper half of a
- * register that carries an int is undefined, hence mpi_handle_of on every handle argument.
+ * register that carries an int is undefined. A hook therefore receives each handle as an
+ * mpi_handle_arg, which nothing but mpi_handle_of turns into an mpi_handle: a hook that skips
+ * the narrowing does not compile. Handles in memory (arrays of requests, handles the library
+ * writes) are read at their own width (mpi_handle_load), and need none.
  */
 #ifndef REPROD_MPI_ABI_H
 #define REPROD_MPI_ABI_H
 
+#include "interpose/real.h"
 #include "runtime/policy.h"
 #include "reprod.h"
 
@@ -22,6 +26,13 @@
 
 typedef uintptr_t mpi_handle; /* MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request, MPI_Info */
 typedef int64_t mpi_count;    /* MPI_Count and MPI_Aint: 64 bits in both families */
+
+/* A handle as an exported hook receives it: the whole register (or stack slot) the caller
+ * passed it in. A struct of one pointer-sized integer travels exactly as that integer does
+ * (x86-64 and AArch64 calling conventions), but converts to nothing: mpi_handle_of reads it. */
+typedef struct {
+    uintptr_t bits;
+} mpi_handle_arg;
 
 /* MPI_SUCCESS is 0 in every MPI. */
 #define REPROD_MPI_OK 0
@@ -72,112 +83,175 @@ struct mpi_constants {
 extern const struct mpi_constants reprod_mpi_openmpi;
 extern const struct mpi_constants reprod_mpi_mpich;
 
-/* The library's functions the hooks call, as X(name, parameters), with neutral types:
- * DT, OP, COMM, REQ, INFO are mpi_handle; arrays of handles are void * (their element size is
- * handle_bytes); MPI_Status * is void *. */
+/* The library's functions the hooks call, X(field, symbol, type) for interpose/real.h (each
+ * looked up as PMPI_name, else MPI_name: mpi_abi.c), with neutral types: MPI_Datatype, MPI_Op,
+ * MPI_Comm, MPI_Request, MPI_Info passed by value are MPI_HANDLE; arrays of handles are void *
+ * (their element size is handle_bytes); MPI_Status * is void *. MPI_HANDLE is an mpi_handle
+ * where the shim calls the library, and an mpi_handle_arg in the prototype of the shim's own
+ * hook of the same name (MPI_HOOK, mpi_path.h, checks each hook against the list). */
+#define MPI_HANDLE mpi_handle
 
 /* clang-format off */
 #define REPROD_MPI_FUNCTIONS(X)                                                                    \
-    X(Allreduce, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                 \
-    X(Allreduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                         \
-    X(Reduce, (const void *, void *, int, mpi_handle, mpi_handle, int, mpi_handle))                               \
-    X(Reduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, int, mpi_handle))                       \
-    X(Reduce_scatter, (const void *, void *, const int *, mpi_handle, mpi_handle, mpi_handle))                    \
-    X(Reduce_scatter_c, (const void *, void *, const mpi_count *, mpi_handle, mpi_handle, mpi_handle))            \
-    X(Reduce_scatter_block, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                      \
-    X(Reduce_scatter_block_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))              \
-    X(Scan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                      \
-    X(Scan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                              \
-    X(Exscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle))                                    \
-    X(Exscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle))                            \
-    X(Iallreduce, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                        \
-    X(Iallreduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                \
-    X(Ireduce, (const void *, void *, int, mpi_handle, mpi_handle, int, mpi_handle, void *))                      \
-    X(Ireduce_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, int, mpi_handle, void *))              \
-    X(Ireduce_scatter, (const void *, void *, const int *, mpi_handle, mpi_handle, mpi_handle, void *))           \
-    X(Ireduce_scatter_c, (const void *, void *, const mpi_count *, mpi_handle, mpi_handle, mpi_handle, void *))   \
-    X(Ireduce_scatter_block, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))             \
-    X(Ireduce_scatter_block_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))     \
-    X(Iscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                             \
-    X(Iscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                     \
-    X(Iexscan, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))                           \
-    X(Iexscan_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, void *))                   \
-    X(Allreduce_init, (const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, mpi_handle, void *))             \
-    X(Allreduce_init_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle, mpi_handle, void *))     \
-    X(Allgather, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle))                            \
-    X(Allgather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle))              \
-    X(Allgatherv, (const void *, int, mpi_handle, void *, const int *, const int *, mpi_handle, mpi_handle))      \
-    X(Allgatherv_c, (const void *, mpi_count, mpi_handle, void *, const mpi_count *,                    \
-                     const mpi_count *, mpi_handle, mpi_handle))                                             \
-    X(Alltoallv, (const void *, const int *, const int *, mpi_handle, void *, const int *,              \
-                  const int *, mpi_handle, mpi_handle))                                                      \
-    X(Alltoallv_c, (const void *, const mpi_count *, const mpi_count *, mpi_handle, void *,             \
-                    const mpi_count *, const mpi_count *, mpi_handle, mpi_handle))                           \
-    X(Alltoallw, (const void *, const int *, const int *, const void *, void *, const int *,       \
-                  const int *, const void *, mpi_handle))                                               \
-    X(Gather, (const void *, int, mpi_handle, void *, int, mpi_handle, int, mpi_handle))                          \
-    X(Gather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, int, mpi_handle))            \
-    X(Gatherv, (const void *, int, mpi_handle, void *, const int *, const int *, mpi_handle, int, mpi_handle))    \
-    X(Gatherv_c, (const void *, mpi_count, mpi_handle, void *, const mpi_count *, const mpi_count *,    \
-                  mpi_handle, int, mpi_handle))                                                              \
-    X(Iallgather, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle, void *))                   \
-    X(Iallgather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle, void *))     \
-    X(Igather, (const void *, int, mpi_handle, void *, int, mpi_handle, int, mpi_handle, void *))                 \
-    X(Igather_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, int, mpi_handle, void *))   \
-    X(Ialltoallv, (const void *, const int *, const int *, mpi_handle, void *, const int *,             \
-                   const int *, mpi_handle, mpi_handle, void *))                                             \
-    X(Ialltoallv_c, (const void *, const mpi_count *, const mpi_count *, mpi_handle, void *,            \
-                     const mpi_count *, const mpi_count *, mpi_handle, mpi_handle, void *))                  \
-    X(Ialltoallw, (const void *, const int *, const int *, const void *, void *, const int *,      \
-                   const int *, const void *, mpi_handle, void *))                                      \
-    X(Allgather_init, (const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle, mpi_handle, void *))        \
-    X(Allgather_init_c, (const void *, mpi_count, mpi_handle, void *, mpi_count, mpi_handle, mpi_handle, mpi_handle,   \
-                         void *))                                                                  \
-    X(Start, (void *))                                                                             \
-    X(Startall, (int, void *))                                                                     \
-    X(Wait, (void *, void *))                                                                      \
-    X(Waitall, (int, void *, void *))                                                              \
-    X(Waitany, (int, void *, int *, void *))                                                       \
-    X(Waitsome, (int, void *, int *, int *, void *))                                               \
-    X(Test, (void *, int *, void *))                                                               \
-    X(Testall, (int, void *, int *, void *))                                                       \
-    X(Testany, (int, void *, int *, int *, void *))                                                \
-    X(Testsome, (int, void *, int *, int *, void *))                                               \
-    X(Request_get_status, (mpi_handle, int *, void *))                                                  \
-    X(Request_free, (void *))                                                                      \
-    X(Init, (int *, char ***))                                                                     \
-    X(Init_thread, (int *, char ***, int, int *))                                                  \
-    X(Initialized, (int *))                                                                        \
-    X(Finalize, (void))                                                                            \
-    X(Abort, (mpi_handle, int))                                                                         \
-    X(Error_class, (int, int *))                                                                   \
-    X(Get_library_version, (char *, int *))                                                        \
-    X(Comm_size, (mpi_handle, int *))                                                                   \
-    X(Comm_rank, (mpi_handle, int *))                                                                   \
-    X(Comm_test_inter, (mpi_handle, int *))                                                             \
-    X(Type_size_x, (mpi_handle, mpi_count *))                                                           \
-    X(Type_get_extent, (mpi_handle, mpi_count *, mpi_count *))                                          \
-    X(Type_get_true_extent, (mpi_handle, mpi_count *, mpi_count *))                                     \
-    X(Type_get_envelope, (mpi_handle, int *, int *, int *, int *))                                      \
-    X(Type_get_contents, (mpi_handle, int, int, int, int *, mpi_count *, void *))                       \
-    X(Type_free, (void *))                                                                         \
-    X(Type_create_hindexed, (int, const int *, const mpi_count *, mpi_handle, void *))                  \
-    X(Type_commit, (void *))                                                                       \
-    X(Pack, (const void *, int, mpi_handle, void *, int, int *, mpi_handle))                                 \
-    X(Unpack, (const void *, int, int *, void *, int, mpi_handle, mpi_handle))                               \
-    X(Reduce_local, (const void *, void *, int, mpi_handle, mpi_handle))                                     \
-    X(Reduce_local_c, (const void *, void *, mpi_count, mpi_handle, mpi_handle))                             \
-    X(Op_free, (void *))                                                                           \
-    X(Comm_call_errhandler, (mpi_handle, int))                                                     \
-    X(Session_init, (mpi_handle, mpi_handle, void *))                                              \
-    X(Session_finalize, (void *))
+    X(Allreduce, "MPI_Allreduce",                                                                  \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                      \
+    X(Allreduce_c, "MPI_Allreduce_c",                                                              \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                \
+    X(Reduce, "MPI_Reduce",                                                                        \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, int, MPI_HANDLE))                 \
+    X(Reduce_c, "MPI_Reduce_c",                                                                    \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, int, MPI_HANDLE))           \
+    X(Reduce_scatter, "MPI_Reduce_scatter",                                                        \
+      int (*)(const void *, void *, const int *, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))              \
+    X(Reduce_scatter_c, "MPI_Reduce_scatter_c",                                                    \
+      int (*)(const void *, void *, const mpi_count *, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))        \
+    X(Reduce_scatter_block, "MPI_Reduce_scatter_block",                                            \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                      \
+    X(Reduce_scatter_block_c, "MPI_Reduce_scatter_block_c",                                        \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                \
+    X(Scan, "MPI_Scan", int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))    \
+    X(Scan_c, "MPI_Scan_c",                                                                        \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                \
+    X(Exscan, "MPI_Exscan",                                                                        \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                      \
+    X(Exscan_c, "MPI_Exscan_c",                                                                    \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE))                \
+    X(Iallreduce, "MPI_Iallreduce",                                                                \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))              \
+    X(Iallreduce_c, "MPI_Iallreduce_c",                                                            \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))        \
+    X(Ireduce, "MPI_Ireduce",                                                                      \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, int, MPI_HANDLE, void *))         \
+    X(Ireduce_c, "MPI_Ireduce_c",                                                                  \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, int, MPI_HANDLE, void *))   \
+    X(Ireduce_scatter, "MPI_Ireduce_scatter",                                                      \
+      int (*)(const void *, void *, const int *, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))      \
+    X(Ireduce_scatter_c, "MPI_Ireduce_scatter_c",                                                  \
+      int (*)(const void *, void *, const mpi_count *, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE,         \
+              void *))                                                                             \
+    X(Ireduce_scatter_block, "MPI_Ireduce_scatter_block",                                          \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))              \
+    X(Ireduce_scatter_block_c, "MPI_Ireduce_scatter_block_c",                                      \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))        \
+    X(Iscan, "MPI_Iscan",                                                                          \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))              \
+    X(Iscan_c, "MPI_Iscan_c",                                                                      \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))        \
+    X(Iexscan, "MPI_Iexscan",                                                                      \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))              \
+    X(Iexscan_c, "MPI_Iexscan_c",                                                                  \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))        \
+    X(Allreduce_init, "MPI_Allreduce_init",                                                        \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))  \
+    X(Allreduce_init_c, "MPI_Allreduce_init_c",                                                    \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE,     \
+              void *))                                                                             \
+    X(Allreduce_init_mpix, "MPIX_Allreduce_init",                                                  \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE, void *))  \
+    X(Allgather, "MPI_Allgather",                                                                  \
+      int (*)(const void *, int, MPI_HANDLE, void *, int, MPI_HANDLE, MPI_HANDLE))                 \
+    X(Allgather_c, "MPI_Allgather_c",                                                              \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, mpi_count, MPI_HANDLE, MPI_HANDLE))     \
+    X(Allgatherv, "MPI_Allgatherv",                                                                \
+      int (*)(const void *, int, MPI_HANDLE, void *, const int *, const int *, MPI_HANDLE,         \
+              MPI_HANDLE))                                                                         \
+    X(Allgatherv_c, "MPI_Allgatherv_c",                                                            \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, const mpi_count *, const mpi_count *,   \
+              MPI_HANDLE, MPI_HANDLE))                                                             \
+    X(Alltoallv, "MPI_Alltoallv",                                                                  \
+      int (*)(const void *, const int *, const int *, MPI_HANDLE, void *, const int *,             \
+              const int *, MPI_HANDLE, MPI_HANDLE))                                                \
+    X(Alltoallv_c, "MPI_Alltoallv_c",                                                              \
+      int (*)(const void *, const mpi_count *, const mpi_count *, MPI_HANDLE, void *,              \
+              const mpi_count *, const mpi_count *, MPI_HANDLE, MPI_HANDLE))                       \
+    X(Alltoallw, "MPI_Alltoallw",                                                                  \
+      int (*)(const void *, const int *, const int *, const void *, void *, const int *,           \
+              const int *, const void *, MPI_HANDLE))                                              \
+    X(Gather, "MPI_Gather",                                                                        \
+      int (*)(const void *, int, MPI_HANDLE, void *, int, MPI_HANDLE, int, MPI_HANDLE))            \
+    X(Gather_c, "MPI_Gather_c",                                                                    \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, mpi_count, MPI_HANDLE, int,             \
+              MPI_HANDLE))                                                                         \
+    X(Gatherv, "MPI_Gatherv",                                                                      \
+      int (*)(const void *, int, MPI_HANDLE, void *, const int *, const int *, MPI_HANDLE, int,    \
+              MPI_HANDLE))                                                                         \
+    X(Gatherv_c, "MPI_Gatherv_c",                                                                  \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, const mpi_count *, const mpi_count *,   \
+              MPI_HANDLE, int, MPI_HANDLE))                                                        \
+    X(Iallgather, "MPI_Iallgather",                                                                \
+      int (*)(const void *, int, MPI_HANDLE, void *, int, MPI_HANDLE, MPI_HANDLE, void *))         \
+    X(Iallgather_c, "MPI_Iallgather_c",                                                            \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, mpi_count, MPI_HANDLE, MPI_HANDLE,      \
+              void *))                                                                             \
+    X(Igather, "MPI_Igather",                                                                      \
+      int (*)(const void *, int, MPI_HANDLE, void *, int, MPI_HANDLE, int, MPI_HANDLE, void *))    \
+    X(Igather_c, "MPI_Igather_c",                                                                  \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, mpi_count, MPI_HANDLE, int, MPI_HANDLE, \
+              void *))                                                                             \
+    X(Ialltoallv, "MPI_Ialltoallv",                                                                \
+      int (*)(const void *, const int *, const int *, MPI_HANDLE, void *, const int *,             \
+              const int *, MPI_HANDLE, MPI_HANDLE, void *))                                        \
+    X(Ialltoallv_c, "MPI_Ialltoallv_c",                                                            \
+      int (*)(const void *, const mpi_count *, const mpi_count *, MPI_HANDLE, void *,              \
+              const mpi_count *, const mpi_count *, MPI_HANDLE, MPI_HANDLE, void *))               \
+    X(Ialltoallw, "MPI_Ialltoallw",                                                                \
+      int (*)(const void *, const int *, const int *, const void *, void *, const int *,           \
+              const int *, const void *, MPI_HANDLE, void *))                                      \
+    X(Allgather_init, "MPI_Allgather_init",                                                        \
+      int (*)(const void *, int, MPI_HANDLE, void *, int, MPI_HANDLE, MPI_HANDLE, MPI_HANDLE,      \
+              void *))                                                                             \
+    X(Allgather_init_c, "MPI_Allgather_init_c",                                                    \
+      int (*)(const void *, mpi_count, MPI_HANDLE, void *, mpi_count, MPI_HANDLE, MPI_HANDLE,      \
+              MPI_HANDLE, void *))                                                                 \
+    X(Start, "MPI_Start", int (*)(void *))                                                         \
+    X(Startall, "MPI_Startall", int (*)(int, void *))                                              \
+    X(Wait, "MPI_Wait", int (*)(void *, void *))                                                   \
+    X(Waitall, "MPI_Waitall", int (*)(int, void *, void *))                                        \
+    X(Waitany, "MPI_Waitany", int (*)(int, void *, int *, void *))                                 \
+    X(Waitsome, "MPI_Waitsome", int (*)(int, void *, int *, int *, void *))                        \
+    X(Test, "MPI_Test", int (*)(void *, int *, void *))                                            \
+    X(Testall, "MPI_Testall", int (*)(int, void *, int *, void *))                                 \
+    X(Testany, "MPI_Testany", int (*)(int, void *, int *, int *, void *))                          \
+    X(Testsome, "MPI_Testsome", int (*)(int, void *, int *, int *, void *))                        \
+    X(Request_get_status, "MPI_Request_get_status", int (*)(MPI_HANDLE, int *, void *))            \
+    X(Request_free, "MPI_Request_free", int (*)(void *))                                           \
+    X(Init, "MPI_Init", int (*)(int *, char ***))                                                  \
+    X(Init_thread, "MPI_Init_thread", int (*)(int *, char ***, int, int *))                        \
+    X(Initialized, "MPI_Initialized", int (*)(int *))                                              \
+    X(Finalize, "MPI_Finalize", int (*)(void))                                                     \
+    X(Abort, "MPI_Abort", int (*)(MPI_HANDLE, int))                                                \
+    X(Error_class, "MPI_Error_class", int (*)(int, int *))                                         \
+    X(Get_library_version, "MPI_Get_library_version", int (*)(char *, int *))                      \
+    X(Comm_size, "MPI_Comm_size", int (*)(MPI_HANDLE, int *))                                      \
+    X(Comm_rank, "MPI_Comm_rank", int (*)(MPI_HANDLE, int *))                                      \
+    X(Comm_test_inter, "MPI_Comm_test_inter", int (*)(MPI_HANDLE, int *))                          \
+    X(Type_size_x, "MPI_Type_size_x", int (*)(MPI_HANDLE, mpi_count *))                            \
+    X(Type_get_extent, "MPI_Type_get_extent", int (*)(MPI_HANDLE, mpi_count *, mpi_count *))       \
+    X(Type_get_true_extent, "MPI_Type_get_true_extent",                                            \
+      int (*)(MPI_HANDLE, mpi_count *, mpi_count *))                                               \
+    X(Type_get_envelope, "MPI_Type_get_envelope", int (*)(MPI_HANDLE, int *, int *, int *, int *)) \
+    X(Type_get_contents, "MPI_Type_get_contents",                                                  \
+      int (*)(MPI_HANDLE, int, int, int, int *, mpi_count *, void *))                              \
+    X(Type_free, "MPI_Type_free", int (*)(void *))                                                 \
+    X(Type_create_hindexed, "MPI_Type_create_hindexed",                                            \
+      int (*)(int, const int *, const mpi_count *, MPI_HANDLE, void *))                            \
+    X(Type_commit, "MPI_Type_commit", int (*)(void *))                                             \
+    X(Pack, "MPI_Pack", int (*)(const void *, int, MPI_HANDLE, void *, int, int *, MPI_HANDLE))    \
+    X(Unpack, "MPI_Unpack",                                                                        \
+      int (*)(const void *, int, int *, void *, int, MPI_HANDLE, MPI_HANDLE))                      \
+    X(Reduce_local, "MPI_Reduce_local",                                                            \
+      int (*)(const void *, void *, int, MPI_HANDLE, MPI_HANDLE))                                  \
+    X(Reduce_local_c, "MPI_Reduce_local_c",                                                        \
+      int (*)(const void *, void *, mpi_count, MPI_HANDLE, MPI_HANDLE))                            \
+    X(Op_free, "MPI_Op_free", int (*)(void *))                                                     \
+    X(Comm_call_errhandler, "MPI_Comm_call_errhandler", int (*)(MPI_HANDLE, int))                  \
+    X(Session_init, "MPI_Session_init", int (*)(MPI_HANDLE, MPI_HANDLE, void *))                   \
+    X(Session_finalize, "MPI_Session_finalize", int (*)(void *))
 /* clang-format on */
 
-#define REPROD_MPI_POINTER(name, parameters) int(*name) parameters;
 struct mpi_functions {
-    REPROD_MPI_FUNCTIONS(REPROD_MPI_POINTER)
+    REPROD_REAL_FIELDS(REPROD_MPI_FUNCTIONS)
 };
-#undef REPROD_MPI_POINTER
 
 /* The MPI library of this process, as found. */
 struct reprod_mpi {
@@ -203,7 +277,7 @@ static inline const struct reprod_mpi *reprod_mpi(void)
 }
 
 /* Indices of the functions, for reprod_mpi()->has[]. */
-#define REPROD_MPI_INDEX(name, parameters) MPI_FUNCTION_##name,
+#define REPROD_MPI_INDEX(field, symbol, type) MPI_FUNCTION_##field,
 enum { REPROD_MPI_FUNCTIONS(REPROD_MPI_INDEX) MPI_FUNCTION_COUNT };
 #undef REPROD_MPI_INDEX
 
@@ -212,13 +286,15 @@ enum { REPROD_MPI_FUNCTIONS(REPROD_MPI_INDEX) MPI_FUNCTION_COUNT };
 /* 1 when the library defines `name`. */
 #define HAS_MPI(name) (reprod_mpi()->has[MPI_FUNCTION_##name])
 
-/* A handle argument as the library means it (the low 32 bits for MPICH). */
-static inline mpi_handle mpi_handle_of(mpi_handle handle)
+/* A handle argument as the library means it (the low 32 bits for MPICH): the one place a
+ * hook's handle is narrowed. */
+static inline mpi_handle mpi_handle_of(mpi_handle_arg handle)
 {
-    return handle & reprod_mpi()->handle_mask;
+    return handle.bits & reprod_mpi()->handle_mask;
 }
 
-/* Handle number `index` of an array of handles (requests, datatypes) laid out by the ABI. */
+/* Handle number `index` of an array of handles (requests, datatypes) laid out by the ABI, or
+ * one the library wrote at `array` (index 0): handle_bytes bytes, so narrow as read. */
 mpi_handle mpi_handle_load(const void *array, long index);
 void mpi_handle_store(void *array, long index, mpi_handle handle);
 

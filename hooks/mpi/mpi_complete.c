@@ -38,8 +38,7 @@ static enum outcome outcome_of(int rc, const void *statuses, long index, const v
     }
     /* Without statuses, a nonpersistent request set to MPI_REQUEST_NULL completed; whether it
      * succeeded the call does not say (nor to the application): its result is reduced. */
-    if (!entry->persistent &&
-        (mpi_handle_load(requests, index) & mpi->handle_mask) == mpi->request_null)
+    if (!entry->persistent && mpi_handle_load(requests, index) == mpi->request_null)
         return COMPLETED;
     return STILL_PENDING;
 }
@@ -66,8 +65,7 @@ static int wait_or_test(void *request, int *flag, void *status)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     struct pending *entry = NULL;
-    if (mpi_pending_any() && request)
-        entry = mpi_pending_claim(mpi_handle_load(request, 0) & mpi->handle_mask, NULL);
+    if (mpi_pending_any() && request) entry = mpi_pending_claim(mpi_handle_load(request, 0), NULL);
     int rc = flag ? mpi->real.Test(request, flag, status) : mpi->real.Wait(request, status);
     if (!entry) return rc;
     if (flag && !*flag && rc == REPROD_MPI_OK) {
@@ -241,12 +239,13 @@ MPI_HOOK(Testsome, (int count, void *requests, int *outcount, int indices[], voi
     return rc;
 }
 
-MPI_HOOK(Request_get_status, (mpi_handle request, int *flag, void *status))
+MPI_HOOK(Request_get_status, (mpi_handle_arg request_arg, int *flag, void *status))
 {
+    mpi_handle request = mpi_handle_of(request_arg);
     if (!mpi_pending_any() || !flag || !mpi_hook_enter())
         return REAL_MPI(Request_get_status)(request, flag, status);
     int busy = 0;
-    struct pending *entry = mpi_pending_claim(mpi_handle_of(request), &busy);
+    struct pending *entry = mpi_pending_claim(request, &busy);
     int rc = REAL_MPI(Request_get_status)(request, flag, status);
     if (entry) {
         /* Complete but not freed: the caller may read the buffer now, so reduce now; the Wait
@@ -268,7 +267,7 @@ MPI_HOOK(Request_free, (void *request))
 {
     if (!mpi_pending_any() || !request || !mpi_hook_enter())
         return REAL_MPI(Request_free)(request);
-    struct pending *entry = mpi_pending_claim(mpi_handle_of(mpi_handle_load(request, 0)), NULL);
+    struct pending *entry = mpi_pending_claim(mpi_handle_load(request, 0), NULL);
     if (entry) {
         mpi_pending_remove(entry);
         if (entry->persistent && !entry->active) {
@@ -291,8 +290,7 @@ MPI_HOOK(Request_free, (void *request))
  * `started` is 0, back to inactive. */
 static void mark_started(const void *requests, long index, int started)
 {
-    struct pending *entry = mpi_pending_claim(mpi_handle_of(mpi_handle_load(requests, index)),
-                                              NULL);
+    struct pending *entry = mpi_pending_claim(mpi_handle_load(requests, index), NULL);
     if (!entry) return;
     if (entry->persistent) {
         entry->active = started;
@@ -336,7 +334,7 @@ static int free_or_defer(void *handle, int (*real_free)(void *), mpi_handle null
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     if (!mpi_pending_any() || !handle || !mpi->usable) return real_free(handle);
-    if (mpi_pending_defer_free(mpi_handle_of(mpi_handle_load(handle, 0)))) {
+    if (mpi_pending_defer_free(mpi_handle_load(handle, 0))) {
         mpi_handle_store(handle, 0, null_handle);
         return REPROD_MPI_OK;
     }

@@ -13,22 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* How deep this thread is inside the MPI hooks. Initial-exec: the shim is preloaded (static
- * TLS), and the hooks must not allocate on a thread's first call. */
-static __thread int hook_depth __attribute__((tls_model("initial-exec")));
-
-int mpi_hook_enter(void)
-{
-    if (hook_depth > 0) return 0;
-    hook_depth++;
-    return 1;
-}
-
-void mpi_hook_leave(void)
-{
-    hook_depth--;
-}
-
 int mpi_buffers_erroneous(const struct mpi_reduction *reduction, const void *sendbuf,
                           const void *recvbuf, mpi_count elements, int receives,
                           int alias_checked, int send_in_place_allowed)

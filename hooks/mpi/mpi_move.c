@@ -4,6 +4,7 @@
 #include "mpi/mpi_path.h"
 
 #include "common.h"
+#include "interpose/once.h"
 #include "runtime/log.h"
 
 #include <limits.h>
@@ -27,7 +28,7 @@ struct scratch_cache {
 };
 static __thread struct scratch_cache thread_cache __attribute__((tls_model("initial-exec")));
 static pthread_key_t cache_key;
-static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static struct reprod_once cache_key_once = REPROD_ONCE_INIT;
 
 static void free_thread_cache(void *memory)
 {
@@ -54,8 +55,9 @@ static void *scratch_memory(size_t bytes, int cacheable)
         size_t grown = bytes < 4096 ? 4096 : bytes;
         if (posix_memalign(&memory, SCRATCH_ALIGNMENT, grown) != 0) return NULL;
         free(cache->memory);
-        pthread_once(&cache_key_once, create_cache_key);
-        pthread_setspecific(cache_key, memory);
+        /* (reprod_once answers 0 only to a call made from inside create_cache_key, which
+         * makes none: the key always exists here.) */
+        if (reprod_once(&cache_key_once, create_cache_key)) pthread_setspecific(cache_key, memory);
         cache->memory = memory;
         cache->bytes = grown;
     }
@@ -175,7 +177,7 @@ static mpi_handle block_type(const struct mpi_reduction *reduction, mpi_count co
             REPROD_MPI_OK ||
         mpi->real.Type_commit(&type) != REPROD_MPI_OK)
         mpi_fatal_no_memory(reduction, 0);
-    return type & mpi->handle_mask;
+    return mpi_handle_load(&type, 0);
 }
 
 /* The all-to-all as MPI_Alltoallw with one datatype per rank and direction. */

@@ -11,10 +11,7 @@
  */
 #include "mpi/mpi_pending.h"
 
-#include "interpose/resolve.h"
 #include "runtime/stats.h"
-
-#include <stdatomic.h>
 
 /* The data movement started (rc) for `entry`, its request at `request`: register the entry,
  * or clean up. */
@@ -27,7 +24,7 @@ static int started(struct pending *entry, void *request, int rc)
         mpi_pending_free(entry);
         return rc;
     }
-    entry->request = mpi_handle_load(request, 0) & mpi->handle_mask;
+    entry->request = mpi_handle_load(request, 0);
     if (entry->persistent) {
         mpi_pending_add(entry);
         return REPROD_MPI_OK;
@@ -78,7 +75,6 @@ static int gather_everywhere(const char *api, enum gathered_kind kind, int large
                              const void *sendbuf, void *recvbuf, mpi_count count,
                              mpi_handle datatype, mpi_handle op, mpi_handle comm, void *request)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -111,9 +107,11 @@ static int gather_everywhere(const char *api, enum gathered_kind kind, int large
 
 /* Define the classic and large-count hooks of an all-gather based call. */
 #define GATHERED_HOOKS(name, kind)                                                                 \
-    MPI_HOOK(name, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,           \
-                    mpi_handle op, mpi_handle comm, void *request))                                \
+    MPI_HOOK(name, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,    \
+                    mpi_handle_arg op_arg, mpi_handle_arg comm_arg, void *request))                \
     {                                                                                              \
+        mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),             \
+                   comm = mpi_handle_of(comm_arg);                                                 \
         if (!mpi_hook_enter())                                                                     \
             return REAL_MPI(name)(sendbuf, recvbuf, count, datatype, op, comm, request);           \
         int rc = gather_everywhere("MPI_" #name, kind, 0, sendbuf, recvbuf, count, datatype, op,   \
@@ -121,12 +119,15 @@ static int gather_everywhere(const char *api, enum gathered_kind kind, int large
         mpi_hook_leave();                                                                          \
         return rc;                                                                                 \
     }                                                                                              \
-    MPI_HOOK(name##_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype, \
-                        mpi_handle op, mpi_handle comm, void *request))                            \
+    MPI_HOOK(name##_c,                                                                             \
+             (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle_arg datatype_arg,    \
+              mpi_handle_arg op_arg, mpi_handle_arg comm_arg, void *request))                      \
     {                                                                                              \
+        mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),             \
+                   comm = mpi_handle_of(comm_arg);                                                 \
         if (!mpi_hook_enter())                                                                     \
             return REAL_MPI(name##_c)(sendbuf, recvbuf, count, datatype, op, comm, request);       \
-        int rc = gather_everywhere("MPI_" #name "_c", kind, 1, sendbuf, recvbuf, count, datatype, \
+        int rc = gather_everywhere("MPI_" #name "_c", kind, 1, sendbuf, recvbuf, count, datatype,  \
                                    op, comm, request);                                             \
         mpi_hook_leave();                                                                          \
         return rc;                                                                                 \
@@ -140,7 +141,6 @@ static int ireduce(const char *api, int large, const void *sendbuf, void *recvbu
                    mpi_count count, mpi_handle datatype, mpi_handle op, int root, mpi_handle comm,
                    void *request)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -181,9 +181,11 @@ static int ireduce(const char *api, int large, const void *sendbuf, void *recvbu
     return started(entry, request, rc);
 }
 
-MPI_HOOK(Ireduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                   mpi_handle op, int root, mpi_handle comm, void *request))
+MPI_HOOK(Ireduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                   mpi_handle_arg op_arg, int root, mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce)(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     int rc = ireduce("MPI_Ireduce", 0, sendbuf, recvbuf, count, datatype, op, root, comm, request);
@@ -191,9 +193,12 @@ MPI_HOOK(Ireduce, (const void *sendbuf, void *recvbuf, int count, mpi_handle dat
     return rc;
 }
 
-MPI_HOOK(Ireduce_c, (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle datatype,
-                     mpi_handle op, int root, mpi_handle comm, void *request))
+MPI_HOOK(Ireduce_c,
+         (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, int root, mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce_c)(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     int rc =
@@ -239,7 +244,6 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
                           struct mpi_counts counts, mpi_count uniform, mpi_handle datatype,
                           mpi_handle op, mpi_handle comm, void *request)
 {
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     mpi_count total = 0;
@@ -290,9 +294,12 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
     return started(entry, request, rc);
 }
 
-MPI_HOOK(Ireduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[],
-                           mpi_handle datatype, mpi_handle op, mpi_handle comm, void *request))
+MPI_HOOK(Ireduce_scatter,
+         (const void *sendbuf, void *recvbuf, const int recvcounts[], mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op, comm,
                                          request);
@@ -306,8 +313,11 @@ MPI_HOOK(Ireduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcou
 }
 
 MPI_HOOK(Ireduce_scatter_c, (const void *sendbuf, void *recvbuf, const mpi_count recvcounts[],
-                             mpi_handle datatype, mpi_handle op, mpi_handle comm, void *request))
+                             mpi_handle_arg datatype_arg, mpi_handle_arg op_arg,
+                             mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce_scatter_c)(sendbuf, recvbuf, recvcounts, datatype, op, comm,
                                            request);
@@ -320,10 +330,12 @@ MPI_HOOK(Ireduce_scatter_c, (const void *sendbuf, void *recvbuf, const mpi_count
     return rc;
 }
 
-MPI_HOOK(Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount,
-                                 mpi_handle datatype, mpi_handle op, mpi_handle comm,
-                                 void *request))
+MPI_HOOK(Ireduce_scatter_block,
+         (const void *sendbuf, void *recvbuf, int recvcount, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce_scatter_block)(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                                request);
@@ -334,10 +346,12 @@ MPI_HOOK(Ireduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcou
     return rc;
 }
 
-MPI_HOOK(Ireduce_scatter_block_c, (const void *sendbuf, void *recvbuf, mpi_count recvcount,
-                                   mpi_handle datatype, mpi_handle op, mpi_handle comm,
-                                   void *request))
+MPI_HOOK(Ireduce_scatter_block_c,
+         (const void *sendbuf, void *recvbuf, mpi_count recvcount, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Ireduce_scatter_block_c)(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                                  request);
@@ -361,7 +375,6 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
                           mpi_handle op, mpi_handle comm, mpi_handle info, void *request)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
-    datatype = mpi_handle_of(datatype), op = mpi_handle_of(op), comm = mpi_handle_of(comm);
     struct mpi_reduction reduction;
     enum reprod_reason reason;
     enum reprod_action action =
@@ -371,10 +384,11 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_BAD_ARGUMENT;
     }
-    /* MPICH 4.0's persistent all-gather releases a derived datatype's reference each round. */
-    int movable = (large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init)) &&
-                  (reduction.type.predefined || !mpi->abi->persistent_derived_broken);
-    if (action != REPROD_ACTION_PASS && !movable) {
+    /* MPICH 4.0's persistent all-gather releases a derived datatype's reference each round.
+     * (Asked only when the call would go deterministic: the family is known then.) */
+    if (action != REPROD_ACTION_PASS &&
+        !((large ? HAS_MPI(Allgather_init_c) : HAS_MPI(Allgather_init)) &&
+          (reduction.type.predefined || !mpi->abi->persistent_derived_broken))) {
         action = REPROD_ACTION_PASS;
         reason = REPROD_PASS_UNSUPPORTED; /* no persistent all-gather to build it from */
     }
@@ -403,9 +417,12 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
     return started(entry, request, rc);
 }
 
-MPI_HOOK(Allreduce_init, (const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                          mpi_handle op, mpi_handle comm, mpi_handle info, void *request))
+MPI_HOOK(Allreduce_init,
+         (const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg, mpi_handle_arg info_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg), info = mpi_handle_of(info_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Allreduce_init)(sendbuf, recvbuf, count, datatype, op, comm, info,
                                         request);
@@ -415,10 +432,12 @@ MPI_HOOK(Allreduce_init, (const void *sendbuf, void *recvbuf, int count, mpi_han
     return rc;
 }
 
-MPI_HOOK(Allreduce_init_c, (const void *sendbuf, void *recvbuf, mpi_count count,
-                            mpi_handle datatype, mpi_handle op, mpi_handle comm, mpi_handle info,
-                            void *request))
+MPI_HOOK(Allreduce_init_c,
+         (const void *sendbuf, void *recvbuf, mpi_count count, mpi_handle_arg datatype_arg,
+          mpi_handle_arg op_arg, mpi_handle_arg comm_arg, mpi_handle_arg info_arg, void *request))
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg), info = mpi_handle_of(info_arg);
     if (!mpi_hook_enter())
         return REAL_MPI(Allreduce_init_c)(sendbuf, recvbuf, count, datatype, op, comm, info,
                                           request);
@@ -431,26 +450,24 @@ MPI_HOOK(Allreduce_init_c, (const void *sendbuf, void *recvbuf, mpi_count count,
 /* Open MPI 4's persistent collectives are an extension: MPIX_Allreduce_init. */
 static allreduce_init_fn *real_mpix_allreduce_init(void)
 {
-    static _Atomic(void *) slot;
-    void *address = atomic_load(&slot);
-    if (!address) {
-        address = reprod_resolve("PMPIX_Allreduce_init");
-        if (!address) address = reprod_resolve("MPIX_Allreduce_init");
-        atomic_store(&slot, address);
-    }
-    return (allreduce_init_fn *)address;
+    return HAS_MPI(Allreduce_init_mpix) ? REAL_MPI(Allreduce_init_mpix) : NULL;
 }
 
 REPROD_EXPORT int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
-                                      mpi_handle datatype, mpi_handle op, mpi_handle comm,
-                                      mpi_handle info, void *request);
+                                      mpi_handle_arg datatype_arg, mpi_handle_arg op_arg,
+                                      mpi_handle_arg comm_arg, mpi_handle_arg info_arg,
+                                      void *request);
 REPROD_EXPORT int PMPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
-                                       mpi_handle datatype, mpi_handle op, mpi_handle comm,
-                                       mpi_handle info, void *request)
-    __attribute__((alias("MPIX_Allreduce_init")));
-int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, mpi_handle datatype,
-                        mpi_handle op, mpi_handle comm, mpi_handle info, void *request)
+                                       mpi_handle_arg datatype_arg, mpi_handle_arg op_arg,
+                                       mpi_handle_arg comm_arg, mpi_handle_arg info_arg,
+                                       void *request) __attribute__((alias("MPIX_Allreduce_init")));
+MPI_HOOK_CHECK(MPIX_Allreduce_init, Allreduce_init_mpix);
+int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, mpi_handle_arg datatype_arg,
+                        mpi_handle_arg op_arg, mpi_handle_arg comm_arg, mpi_handle_arg info_arg,
+                        void *request)
 {
+    mpi_handle datatype = mpi_handle_of(datatype_arg), op = mpi_handle_of(op_arg),
+               comm = mpi_handle_of(comm_arg), info = mpi_handle_of(info_arg);
     allreduce_init_fn *real = real_mpix_allreduce_init();
     if (!real) return REAL_MPI(Allreduce_init)(sendbuf, recvbuf, count, datatype, op, comm, info,
                                                 request);

@@ -11,6 +11,7 @@
 #define REPROD_MPI_PATH_H
 
 #include "common.h"
+#include "interpose/guard.h"
 #include "mpi/mpi_abi.h"
 
 #include <stddef.h>
@@ -18,19 +19,45 @@
 
 /* ---- Entry points ---------------------------------------------------------------------- */
 
+/* The prototype of each hook: the library's function of the same name in REPROD_MPI_FUNCTIONS,
+ * with every handle passed by value an mpi_handle_arg (mpi_hook_type_Allreduce, ...). */
+#undef MPI_HANDLE
+#define MPI_HANDLE                         mpi_handle_arg
+#define MPI_HOOK_TYPE(field, symbol, type) typedef __typeof__(type) mpi_hook_type_##field;
+REPROD_MPI_FUNCTIONS(MPI_HOOK_TYPE)
+#undef MPI_HOOK_TYPE
+#undef MPI_HANDLE
+#define MPI_HANDLE mpi_handle
+
+/* Check that the hook `function` has the prototype of `field`'s: a hook whose handles are not
+ * mpi_handle_arg (which only mpi_handle_of narrows) does not compile. */
+#define MPI_HOOK_CHECK(function, field)                                                            \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&function), mpi_hook_type_##field),     \
+                   #function ": the library's prototype, with each handle an mpi_handle_arg")
+
 /* An MPI entry point under both of its names: MPI_name, and PMPI_name, which the library's
  * own Fortran bindings (Open MPI's) and profiling tools stacked on top call (as Darshan's
- * wrapper map does). */
+ * wrapper map does). Its first statement narrows its handles: `mpi_handle comm =
+ * mpi_handle_of(comm_arg)`. */
 #define MPI_HOOK(name, parameters)                                                                 \
     REPROD_EXPORT int MPI_##name parameters;                                                       \
     REPROD_EXPORT int PMPI_##name parameters __attribute__((alias("MPI_" #name)));                 \
+    MPI_HOOK_CHECK(MPI_##name, name);                                                              \
     int MPI_##name parameters
 
-/* Enter a hook on this thread: 1 to go on, 0 when the thread is already inside one (a call the
- * library or a user's reduction function made while the shim was running): the caller then
+/* Enter a hook on this thread (the MPI family's claim of the guard, interpose/guard.h): 1 to go
+ * on, 0 when the thread is already inside one (a call the library or a user's reduction
+ * function made while the shim was running) or inside the shim's own work: the caller then
  * hands the call straight to the library, untouched. Pair a 1 with mpi_hook_leave. */
-int mpi_hook_enter(void);
-void mpi_hook_leave(void);
+static inline int mpi_hook_enter(void)
+{
+    return reprod_guard_claim(REPROD_GUARD_MPI);
+}
+
+static inline void mpi_hook_leave(void)
+{
+    reprod_guard_release(REPROD_GUARD_MPI);
+}
 
 /* A count array as the caller gave it: int (classic bindings) or MPI_Count (_c bindings). */
 struct mpi_counts {

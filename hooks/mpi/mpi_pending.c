@@ -238,11 +238,10 @@ struct pending *mpi_pending_claim(mpi_handle request, int *busy)
 
 int mpi_pending_claim_array(int count, const void *requests, struct pending **entries)
 {
-    const struct reprod_mpi *mpi = reprod_mpi();
     int claimed = 0;
     pthread_mutex_lock(&table_lock);
     for (int i = 0; i < count; i++) {
-        entries[i] = find_unclaimed(mpi_handle_load(requests, i) & mpi->handle_mask, NULL);
+        entries[i] = find_unclaimed(mpi_handle_load(requests, i), NULL);
         if (entries[i]) {
             entries[i]->claimed = 1;
             claimed++;

@@ -9,6 +9,7 @@
 #define REPROD_NCCL_API_H
 
 #include "device/cuda.h"
+#include "interpose/real.h"
 
 #include <stddef.h>
 
@@ -79,50 +80,65 @@ struct nccl_config_head {
 };
 typedef struct nccl_config_head ncclConfig_t;
 
-/* The real library's functions the shim calls (NULL where the library lacks one). */
+/* The real library's functions the shim calls (NULL where the library lacks one): X(field,
+ * symbol, type) for interpose/real.h. */
+/* clang-format off */
+#define REPROD_NCCL_FUNCTIONS(X)                                                                   \
+    X(GetVersion, "ncclGetVersion", ncclResult_t (*)(int *))                                       \
+    X(CommInitRank, "ncclCommInitRank", ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int))    \
+    X(CommInitRankConfig, "ncclCommInitRankConfig",                                                \
+      ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *))                      \
+    X(CommInitAll, "ncclCommInitAll", ncclResult_t (*)(ncclComm_t *, int, const int *))            \
+    X(CommInitRankScalable, "ncclCommInitRankScalable",                                            \
+      ncclResult_t (*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *))               \
+    X(CommSplit, "ncclCommSplit",                                                                  \
+      ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *))                        \
+    X(CommDestroy, "ncclCommDestroy", ncclResult_t (*)(ncclComm_t))                                \
+    X(CommAbort, "ncclCommAbort", ncclResult_t (*)(ncclComm_t))                                    \
+    X(CommFinalize, "ncclCommFinalize", ncclResult_t (*)(ncclComm_t))                              \
+    X(CommCount, "ncclCommCount", ncclResult_t (*)(const ncclComm_t, int *))                       \
+    X(CommUserRank, "ncclCommUserRank", ncclResult_t (*)(const ncclComm_t, int *))                 \
+    X(CommCuDevice, "ncclCommCuDevice", ncclResult_t (*)(const ncclComm_t, int *))                 \
+    X(CommGetAsyncError, "ncclCommGetAsyncError", ncclResult_t (*)(ncclComm_t, ncclResult_t *))    \
+    X(AllReduce, "ncclAllReduce",                                                                  \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,      \
+                       cudaStream_t))                                                              \
+    X(ReduceScatter, "ncclReduceScatter",                                                          \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,      \
+                       cudaStream_t))                                                              \
+    X(Reduce, "ncclReduce",                                                                        \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, \
+                       cudaStream_t))                                                              \
+    X(AllGather, "ncclAllGather",                                                                  \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))    \
+    X(Broadcast, "ncclBroadcast",                                                                  \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,              \
+                       cudaStream_t))                                                              \
+    X(Gather, "ncclGather",                                                                        \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,              \
+                       cudaStream_t))                                                              \
+    X(Scatter, "ncclScatter",                                                                      \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,              \
+                       cudaStream_t))                                                              \
+    X(AlltoAll, "ncclAlltoAll",                                                                    \
+      ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))    \
+    X(Send, "ncclSend",                                                                            \
+      ncclResult_t (*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))       \
+    X(Recv, "ncclRecv",                                                                            \
+      ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))             \
+    X(GroupStart, "ncclGroupStart", ncclResult_t (*)(void))                                        \
+    X(GroupEnd, "ncclGroupEnd", ncclResult_t (*)(void))                                            \
+    X(GroupSimulateEnd, "ncclGroupSimulateEnd", ncclResult_t (*)(void *))                          \
+    X(RedOpCreatePreMulSum, "ncclRedOpCreatePreMulSum",                                            \
+      ncclResult_t (*)(ncclRedOp_t *, void *, ncclDataType_t, ncclScalarResidence_t, ncclComm_t))  \
+    X(RedOpDestroy, "ncclRedOpDestroy", ncclResult_t (*)(ncclRedOp_t, ncclComm_t))
+/* clang-format on */
 struct nccl_real {
-    ncclResult_t (*GetVersion)(int *);
-    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
-    ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
-    ncclResult_t (*CommInitAll)(ncclComm_t *, int, const int *);
-    ncclResult_t (*CommInitRankScalable)(ncclComm_t *, int, int, int, ncclUniqueId *,
-                                         ncclConfig_t *);
-    ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
-    ncclResult_t (*CommDestroy)(ncclComm_t);
-    ncclResult_t (*CommAbort)(ncclComm_t);
-    ncclResult_t (*CommFinalize)(ncclComm_t);
-    ncclResult_t (*CommCount)(const ncclComm_t, int *);
-    ncclResult_t (*CommUserRank)(const ncclComm_t, int *);
-    ncclResult_t (*CommCuDevice)(const ncclComm_t, int *);
-    ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
-    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                              ncclComm_t, cudaStream_t);
-    ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                                  ncclComm_t, cudaStream_t);
-    ncclResult_t (*Reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
-                           ncclComm_t, cudaStream_t);
-    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
-                              cudaStream_t);
-    ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-                              cudaStream_t);
-    ncclResult_t (*Gather)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-                           cudaStream_t);
-    ncclResult_t (*Scatter)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-                            cudaStream_t);
-    ncclResult_t (*AlltoAll)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
-                             cudaStream_t);
-    ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    ncclResult_t (*GroupStart)(void);
-    ncclResult_t (*GroupEnd)(void);
-    ncclResult_t (*GroupSimulateEnd)(void *);
-    ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t *, void *, ncclDataType_t,
-                                         ncclScalarResidence_t, ncclComm_t);
-    ncclResult_t (*RedOpDestroy)(ncclRedOp_t, ncclComm_t);
+    REPROD_REAL_FIELDS(REPROD_NCCL_FUNCTIONS)
 };
 
-/* The real functions, resolved on first use (thread-safe; the table lives for ever). A NULL
- * entry means no loaded object defines it. */
+/* The real functions, every one looked up on the first call (real.h: no lock, safe when
+ * re-entered; the table lives for ever). A NULL entry means no loaded object defines it. */
 const struct nccl_real *nccl_real(void);
 
 /* Bytes of one element of `type`, 0 for a type outside ncclDataType_t. */

@@ -16,9 +16,7 @@
 #include "nccl/nccl_internal.h"
 
 #include "runtime/log.h"
-#include "interpose/once.h"
 #include "runtime/rank.h"
-#include "interpose/resolve.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,48 +25,11 @@
 
 /* ---- The real library ----------------------------------------------------------------- */
 
-static struct nccl_real real_table;
-static struct reprod_once real_once = REPROD_ONCE_INIT;
-
-#define RESOLVE(field) real_table.field = (__typeof__(real_table.field))reprod_resolve("nccl" #field)
-
-static void resolve_real(void)
-{
-    RESOLVE(GetVersion);
-    RESOLVE(CommInitRank);
-    RESOLVE(CommInitRankConfig);
-    RESOLVE(CommInitAll);
-    RESOLVE(CommInitRankScalable);
-    RESOLVE(CommSplit);
-    RESOLVE(CommDestroy);
-    RESOLVE(CommAbort);
-    RESOLVE(CommFinalize);
-    RESOLVE(CommCount);
-    RESOLVE(CommUserRank);
-    RESOLVE(CommCuDevice);
-    RESOLVE(CommGetAsyncError);
-    RESOLVE(AllReduce);
-    RESOLVE(ReduceScatter);
-    RESOLVE(Reduce);
-    RESOLVE(AllGather);
-    RESOLVE(Broadcast);
-    RESOLVE(Gather);
-    RESOLVE(Scatter);
-    RESOLVE(AlltoAll);
-    RESOLVE(Send);
-    RESOLVE(Recv);
-    RESOLVE(GroupStart);
-    RESOLVE(GroupEnd);
-    RESOLVE(GroupSimulateEnd);
-    RESOLVE(RedOpCreatePreMulSum);
-    RESOLVE(RedOpDestroy);
-}
+REPROD_REAL_TABLE(real_functions, struct nccl_real, REPROD_NCCL_FUNCTIONS, NULL);
 
 const struct nccl_real *nccl_real(void)
 {
-    static const struct nccl_real none;
-    /* A call re-entered from the resolution itself finds nothing yet. */
-    return reprod_once(&real_once, resolve_real) ? &real_table : &none;
+    return REPROD_REAL_ALL(real_functions);
 }
 
 #define MISSING_NAMES 32 /* distinct missing functions logged; more are not logged again */

@@ -7,7 +7,7 @@
  * seeded keeps cuRAND's default seed. Device-side seeding (curand_init in a kernel) is code
  * compiled into the application's kernels and cannot be reached.
  */
-#include "real.h"
+#include "interpose/real.h"
 #include "seed/seed.h"
 
 typedef struct curandGenerator_st *curandGenerator_t;
@@ -18,11 +18,18 @@ typedef int curandStatus_t;
 curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t generator,
                                                   unsigned long long seed);
 
+/* The real function, looked up on the hook's first call. */
+#define REAL_FUNCTIONS(X) REPROD_REAL_AS_HOOK(X, curandSetPseudoRandomGeneratorSeed)
+struct curand_seeding {
+    REPROD_REAL_FIELDS(REAL_FUNCTIONS)
+};
+REPROD_REAL_TABLE(real_functions, struct curand_seeding, REAL_FUNCTIONS, NULL);
+
 REPROD_EXPORT curandStatus_t curandSetPseudoRandomGeneratorSeed(curandGenerator_t generator,
                                                                 unsigned long long seed)
 {
     static const char api[] = "curandSetPseudoRandomGeneratorSeed";
-    REPROD_REAL_OR_RETURN(curandStatus_t(*)(curandGenerator_t, unsigned long long), real, api,
+    REPROD_REAL_OR_RETURN(real, real_functions, curandSetPseudoRandomGeneratorSeed,
                           CURAND_STATUS_INTERNAL_ERROR);
     return real(generator, reprod_seed_replace64(api, seed));
 }

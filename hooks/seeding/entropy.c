@@ -16,7 +16,7 @@
  */
 #include "seed/entropy.h"
 #include "interpose/guard.h"
-#include "real.h"
+#include "interpose/real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,27 +44,31 @@ int fcntl64(int fd, int command, ...);
  * async-signal-safe, and their first call may come from a signal handler, where dlsym must not
  * run. A call that arrives before the constructor looks its function up itself. */
 /* clang-format off */
-#define REAL_FUNCTIONS(X)                                                                     \
-    X(getrandom) X(getentropy) X(arc4random) X(arc4random_buf) X(arc4random_uniform)          \
-    X(open) X(open64) X(openat) X(openat64) X(__open_2) X(__open64_2) X(__openat_2)           \
-    X(__openat64_2) X(read) X(__read_chk) X(pread) X(pread64) X(__pread_chk)                  \
-    X(__pread64_chk) X(readv) X(close) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64) X(fopen)    \
-    X(fopen64) X(fdopen)
+#define REAL_FUNCTIONS(X)                                                                          \
+    REPROD_REAL_AS_HOOK(X, getrandom) REPROD_REAL_AS_HOOK(X, getentropy)                           \
+    REPROD_REAL_AS_HOOK(X, arc4random) REPROD_REAL_AS_HOOK(X, arc4random_buf)                      \
+    REPROD_REAL_AS_HOOK(X, arc4random_uniform) REPROD_REAL_AS_HOOK(X, open)                        \
+    REPROD_REAL_AS_HOOK(X, open64) REPROD_REAL_AS_HOOK(X, openat) REPROD_REAL_AS_HOOK(X, openat64) \
+    REPROD_REAL_AS_HOOK(X, __open_2) REPROD_REAL_AS_HOOK(X, __open64_2)                            \
+    REPROD_REAL_AS_HOOK(X, __openat_2) REPROD_REAL_AS_HOOK(X, __openat64_2)                        \
+    REPROD_REAL_AS_HOOK(X, read) REPROD_REAL_AS_HOOK(X, __read_chk) REPROD_REAL_AS_HOOK(X, pread)  \
+    REPROD_REAL_AS_HOOK(X, pread64) REPROD_REAL_AS_HOOK(X, __pread_chk)                            \
+    REPROD_REAL_AS_HOOK(X, __pread64_chk) REPROD_REAL_AS_HOOK(X, readv)                            \
+    REPROD_REAL_AS_HOOK(X, close) REPROD_REAL_AS_HOOK(X, dup) REPROD_REAL_AS_HOOK(X, dup2)         \
+    REPROD_REAL_AS_HOOK(X, dup3) REPROD_REAL_AS_HOOK(X, fcntl) REPROD_REAL_AS_HOOK(X, fcntl64)     \
+    REPROD_REAL_AS_HOOK(X, fopen) REPROD_REAL_AS_HOOK(X, fopen64) REPROD_REAL_AS_HOOK(X, fdopen)
 /* clang-format on */
+struct entropy_sources {
+    REPROD_REAL_FIELDS(REAL_FUNCTIONS)
+};
+REPROD_REAL_TABLE(real_functions, struct entropy_sources, REAL_FUNCTIONS, NULL);
 
-#define REAL_INDEX(name) REAL_##name,
-#define REAL_NAME(name)  #name,
-enum { REAL_FUNCTIONS(REAL_INDEX) REAL_COUNT };
-static const char *const real_names[REAL_COUNT] = {REAL_FUNCTIONS(REAL_NAME)};
-static _Atomic(void *) real_slots[REAL_COUNT];
-
-/* The real `name`, typed like the hook of the same name (NULL if no other object has it). */
-#define REAL(name) ((__typeof__(&name))reprod_real(&real_slots[REAL_##name], #name))
+/* The real `name` (NULL if no other object has it). */
+#define REAL(name) REPROD_REAL(real_functions, name)
 
 __attribute__((constructor)) static void resolve_real_functions(void)
 {
-    for (int i = 0; i < REAL_COUNT; i++)
-        reprod_real(&real_slots[i], real_names[i]);
+    reprod_real_complete_once(&real_functions.table);
 }
 
 /* 1 when REPROD_ENTROPY applies to this call: a call of the shim's own passes straight. */

@@ -11,13 +11,27 @@
  * saves it and passes it back to seed48, seed48_r or lcong48 later means "restore": the shim
  * remembers each X it hands back, and reprod_seed_replace48 keeps a remembered X unchanged.
  */
-#include "real.h"
+#include "interpose/real.h"
 #include "seed/seed.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The real functions, each looked up on its hook's first call. */
+/* clang-format off */
+#define REAL_FUNCTIONS(X)                                                                          \
+    REPROD_REAL_AS_HOOK(X, srand) REPROD_REAL_AS_HOOK(X, srandom) REPROD_REAL_AS_HOOK(X, initstate) \
+    REPROD_REAL_AS_HOOK(X, srand48) REPROD_REAL_AS_HOOK(X, seed48) REPROD_REAL_AS_HOOK(X, lcong48) \
+    REPROD_REAL_AS_HOOK(X, srandom_r) REPROD_REAL_AS_HOOK(X, initstate_r)                          \
+    REPROD_REAL_AS_HOOK(X, srand48_r) REPROD_REAL_AS_HOOK(X, seed48_r)                             \
+    REPROD_REAL_AS_HOOK(X, lcong48_r)
+/* clang-format on */
+struct libc_seeding {
+    REPROD_REAL_FIELDS(REAL_FUNCTIONS)
+};
+REPROD_REAL_TABLE(real_functions, struct libc_seeding, REAL_FUNCTIONS, NULL);
 
 /* X of the 48-bit generators: x[0] holds the low 16 bits, x[2] the high (glibc and POSIX). */
 static uint64_t x48_from(const unsigned short x[3])
@@ -34,26 +48,26 @@ static void x48_to(uint64_t value, unsigned short x[3])
 
 REPROD_EXPORT void srand(unsigned int seed)
 {
-    REPROD_REAL_OR_RETURN(void (*)(unsigned int), real, "srand", );
+    REPROD_REAL_OR_RETURN(real, real_functions, srand, );
     real(reprod_seed_replace32("srand", seed));
 }
 
 REPROD_EXPORT void srandom(unsigned int seed)
 {
-    REPROD_REAL_OR_RETURN(void (*)(unsigned int), real, "srandom", );
+    REPROD_REAL_OR_RETURN(real, real_functions, srandom, );
     real(reprod_seed_replace32("srandom", seed));
 }
 
 REPROD_EXPORT char *initstate(unsigned int seed, char *state, size_t state_bytes)
 {
-    REPROD_REAL_OR_RETURN(char *(*)(unsigned int, char *, size_t), real, "initstate", NULL);
+    REPROD_REAL_OR_RETURN(real, real_functions, initstate, NULL);
     return real(reprod_seed_replace32("initstate", seed), state, state_bytes);
 }
 
 /* srand48 takes a long, but glibc keeps only its low 32 bits: a 32-bit seed. */
 REPROD_EXPORT void srand48(long seed)
 {
-    REPROD_REAL_OR_RETURN(void (*)(long), real, "srand48", );
+    REPROD_REAL_OR_RETURN(real, real_functions, srand48, );
     real((long)reprod_seed_replace32("srand48", (uint32_t)seed));
 }
 
@@ -61,7 +75,7 @@ REPROD_EXPORT void srand48(long seed)
  * handed back is remembered, so that passing it back restores it. */
 REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 {
-    REPROD_REAL_OR_RETURN(unsigned short *(*)(unsigned short *), real, "seed48", NULL);
+    REPROD_REAL_OR_RETURN(real, real_functions, seed48, NULL);
     unsigned short derived[3];
     x48_to(reprod_seed_replace48("seed48", x48_from(seed)), derived);
     unsigned short *previous = real(derived);
@@ -72,7 +86,7 @@ REPROD_EXPORT unsigned short *seed48(unsigned short seed[3])
 /* param[0..2] is the seed X; the multiplier param[3..5] and addend param[6] are kept. */
 REPROD_EXPORT void lcong48(unsigned short param[7])
 {
-    REPROD_REAL_OR_RETURN(void (*)(unsigned short *), real, "lcong48", );
+    REPROD_REAL_OR_RETURN(real, real_functions, lcong48, );
     unsigned short derived[7];
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48", x48_from(param)), derived);
@@ -81,8 +95,7 @@ REPROD_EXPORT void lcong48(unsigned short param[7])
 
 REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
 {
-    REPROD_REAL_OR_RETURN(int (*)(unsigned int, struct random_data *), real, "srandom_r",
-                          errno = ENOSYS, -1);
+    REPROD_REAL_OR_RETURN(real, real_functions, srandom_r, errno = ENOSYS, -1);
     unsigned int derived = reprod_seed_replace32("srandom_r", seed);
     return real(derived, buffer);
 }
@@ -90,24 +103,21 @@ REPROD_EXPORT int srandom_r(unsigned int seed, struct random_data *buffer)
 REPROD_EXPORT int initstate_r(unsigned int seed, char *state, size_t state_bytes,
                               struct random_data *buffer)
 {
-    REPROD_REAL_OR_RETURN(int (*)(unsigned int, char *, size_t, struct random_data *), real,
-                          "initstate_r", errno = ENOSYS, -1);
+    REPROD_REAL_OR_RETURN(real, real_functions, initstate_r, errno = ENOSYS, -1);
     unsigned int derived = reprod_seed_replace32("initstate_r", seed);
     return real(derived, state, state_bytes, buffer);
 }
 
 REPROD_EXPORT int srand48_r(long seed, struct drand48_data *buffer)
 {
-    REPROD_REAL_OR_RETURN(int (*)(long, struct drand48_data *), real, "srand48_r", errno = ENOSYS,
-                          -1);
+    REPROD_REAL_OR_RETURN(real, real_functions, srand48_r, errno = ENOSYS, -1);
     long derived = (long)reprod_seed_replace32("srand48_r", (uint32_t)seed);
     return real(derived, buffer);
 }
 
 REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
 {
-    REPROD_REAL_OR_RETURN(int (*)(unsigned short *, struct drand48_data *), real, "seed48_r",
-                          errno = ENOSYS, -1);
+    REPROD_REAL_OR_RETURN(real, real_functions, seed48_r, errno = ENOSYS, -1);
     unsigned short derived[3];
     x48_to(reprod_seed_replace48("seed48_r", x48_from(seed)), derived);
     int status = real(derived, buffer);
@@ -117,8 +127,7 @@ REPROD_EXPORT int seed48_r(unsigned short seed[3], struct drand48_data *buffer)
 
 REPROD_EXPORT int lcong48_r(unsigned short param[7], struct drand48_data *buffer)
 {
-    REPROD_REAL_OR_RETURN(int (*)(unsigned short *, struct drand48_data *), real, "lcong48_r",
-                          errno = ENOSYS, -1);
+    REPROD_REAL_OR_RETURN(real, real_functions, lcong48_r, errno = ENOSYS, -1);
     unsigned short derived[7];
     memcpy(derived, param, sizeof derived);
     x48_to(reprod_seed_replace48("lcong48_r", x48_from(param)), derived);

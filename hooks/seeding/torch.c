@@ -30,13 +30,13 @@
  * Generator::seed() draws a seed from the OS and passes it here: it is derived like a user's,
  * so torch.manual_seed(torch.seed()) in a later run gives the same stream.
  */
+#include "interpose/once.h"
 #include "runtime/log.h"
-#include "real.h"
+#include "interpose/real.h"
 #include "seed/seed.h"
 
 #include <dlfcn.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -55,6 +55,21 @@ REPROD_EXPORT void reprod_torch_cpu_set_current_seed(void *generator,
 REPROD_EXPORT void reprod_torch_cuda_set_current_seed(void *generator,
                                                       uint64_t seed) __asm__(CUDA_SET_SEED);
 
+/* The real methods, each looked up on its hook's first call (libtorch_cpu and libtorch_cuda),
+ * and the callers whose seeds pass unchanged (only their code's place is used). */
+/* clang-format off */
+#define REAL_FUNCTIONS(X)                                                                          \
+    X(cpu_set_seed, CPU_SET_SEED, set_seed_fn)                                                     \
+    X(cuda_set_seed, CUDA_SET_SEED, set_seed_fn)                                                   \
+    X(cuda_set_state, CUDA_SET_STATE, void (*)(void))                                              \
+    X(cuda_clone, CUDA_CLONE, void (*)(void))                                                      \
+    X(cuda_create, CUDA_CREATE, void (*)(void))
+/* clang-format on */
+struct torch_seeding {
+    REPROD_REAL_FIELDS(REAL_FUNCTIONS)
+};
+REPROD_REAL_TABLE(real_functions, struct torch_seeding, REAL_FUNCTIONS, NULL);
+
 /* Hand the seed to the real method, or say why it could not be. */
 static void call_real(set_seed_fn real, const char *api, void *generator, uint64_t seed)
 {
@@ -72,21 +87,28 @@ struct code_range {
 
 /* PyTorch's callers whose seeds pass unchanged, with the words for the log. */
 static struct {
-    const char *symbol;
+    int real; /* its slot in real_functions */
     const char *why;
     struct code_range range;
 } unchanged_callers[] = {
-    {CUDA_SET_STATE, "restoring a saved state (CUDAGeneratorImpl::set_state)", {0, 0}},
-    {CUDA_CLONE, "copying a generator (CUDAGeneratorImpl::clone_impl)", {0, 0}},
-    {CUDA_CREATE, "a new generator's default seed (createCUDAGenerator)", {0, 0}},
+    {REPROD_REAL_INDEX(real_functions, cuda_set_state),
+     "restoring a saved state (CUDAGeneratorImpl::set_state)",
+     {0, 0}},
+    {REPROD_REAL_INDEX(real_functions, cuda_clone),
+     "copying a generator (CUDAGeneratorImpl::clone_impl)",
+     {0, 0}},
+    {REPROD_REAL_INDEX(real_functions, cuda_create),
+     "a new generator's default seed (createCUDAGenerator)",
+     {0, 0}},
 };
-static pthread_once_t callers_once = PTHREAD_ONCE_INIT;
+static struct reprod_once callers_once = REPROD_ONCE_INIT;
 static int caller_not_found = -1; /* the first of them not found (or not sized), or -1 */
 
 static void find_callers(void)
 {
+    caller_not_found = -1; /* run again in a fork child whose parent was running it */
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(unchanged_callers); i++) {
-        void *address = reprod_resolve(unchanged_callers[i].symbol);
+        void *address = reprod_real_slot(&real_functions.table, unchanged_callers[i].real);
         Dl_info info;
         const ElfW(Sym) *symbol = NULL;
         if (!address || !dladdr1(address, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol ||
@@ -102,7 +124,8 @@ static void find_callers(void)
 /* Why the call returning to `return_address` keeps its seed, or NULL when it does not. */
 static const char *unchanged_because(void *return_address)
 {
-    pthread_once(&callers_once, find_callers);
+    /* 0 only for a seed set from inside find_callers itself: nothing known yet, nothing derived. */
+    if (!reprod_once(&callers_once, find_callers)) return "PyTorch's callers are being looked up";
     uintptr_t address = (uintptr_t)return_address;
     for (size_t i = 0; i < REPROD_ARRAY_LENGTH(unchanged_callers); i++)
         if (address >= unchanged_callers[i].range.start && address < unchanged_callers[i].range.end)
@@ -114,7 +137,7 @@ static const char *unchanged_because(void *return_address)
                    "warning: at::CUDAGeneratorImpl::set_current_seed: %s was not found (the "
                    "caller for %s), so a restored or copied seed cannot be told from a new one: "
                    "CUDA generators' seeds pass unchanged",
-                   unchanged_callers[caller_not_found].symbol,
+                   real_functions_symbols[unchanged_callers[caller_not_found].real],
                    unchanged_callers[caller_not_found].why);
     return "PyTorch's callers were not all found";
 }
@@ -122,14 +145,14 @@ static const char *unchanged_because(void *return_address)
 __attribute__((noinline)) void reprod_torch_cpu_set_current_seed(void *generator, uint64_t seed)
 {
     static const char api[] = "at::CPUGeneratorImpl::set_current_seed";
-    REPROD_REAL(set_seed_fn, real, CPU_SET_SEED);
+    set_seed_fn real = REPROD_REAL(real_functions, cpu_set_seed);
     call_real(real, api, generator, reprod_seed_replace64(api, seed));
 }
 
 __attribute__((noinline)) void reprod_torch_cuda_set_current_seed(void *generator, uint64_t seed)
 {
     static const char api[] = "at::CUDAGeneratorImpl::set_current_seed";
-    REPROD_REAL(set_seed_fn, real, CUDA_SET_SEED);
+    set_seed_fn real = REPROD_REAL(real_functions, cuda_set_seed);
     const char *why = unchanged_because(__builtin_return_address(0));
     uint64_t derived = seed;
     if (why)

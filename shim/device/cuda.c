@@ -9,9 +9,9 @@
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
 #include "runtime/log.h"
+#include "interpose/once.h"
 #include "interpose/resolve.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,121 +29,106 @@ _Static_assert(REPROD_PREMUL_NONE == REPROD_KERNEL_PREMUL_NONE &&
 _Static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
                "the kernel's parameter layout");
 
-/* Each function: where it goes, the name cuGetProcAddress knows, the exported name to look for
- * when there is no cuGetProcAddress (the versioned symbol cuda.h maps the name to, legacy
- * default stream), and whether the shim can do without it. */
-struct driver_symbol {
-    size_t offset;
-    const char *name;
-    const char *exported;
-    int optional;
-};
-
-#define SYMBOL(field, name, exported, optional)                                                    \
-    {                                                                                              \
-        offsetof(struct reprod_cuda_driver, field), name, exported, optional                       \
-    }
-
-static const struct driver_symbol driver_symbols[] = {
-    SYMBOL(ctx_get_current, "cuCtxGetCurrent", "cuCtxGetCurrent", 0),
-    SYMBOL(ctx_get_device, "cuCtxGetDevice", "cuCtxGetDevice", 0),
-    SYMBOL(ctx_get_id, "cuCtxGetId", "cuCtxGetId", 1),
-    SYMBOL(ctx_push_current, "cuCtxPushCurrent", "cuCtxPushCurrent_v2", 0),
-    SYMBOL(ctx_pop_current, "cuCtxPopCurrent", "cuCtxPopCurrent_v2", 0),
-    SYMBOL(device_get_attribute, "cuDeviceGetAttribute", "cuDeviceGetAttribute", 0),
-    SYMBOL(stream_get_ctx, "cuStreamGetCtx", "cuStreamGetCtx", 0),
-    SYMBOL(stream_is_capturing, "cuStreamIsCapturing", "cuStreamIsCapturing", 0),
-    SYMBOL(stream_get_capture_info, "cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_v2", 1),
-    SYMBOL(stream_synchronize, "cuStreamSynchronize", "cuStreamSynchronize", 0),
-    SYMBOL(thread_exchange_capture_mode, "cuThreadExchangeStreamCaptureMode",
-           "cuThreadExchangeStreamCaptureMode", 0),
-    SYMBOL(mem_alloc_async, "cuMemAllocAsync", "cuMemAllocAsync", 0),
-    SYMBOL(mem_free_async, "cuMemFreeAsync", "cuMemFreeAsync", 0),
-    SYMBOL(memcpy_async, "cuMemcpyAsync", "cuMemcpyAsync", 0),
-    SYMBOL(mem_host_alloc, "cuMemHostAlloc", "cuMemHostAlloc", 0),
-    SYMBOL(mem_free_host, "cuMemFreeHost", "cuMemFreeHost", 0),
-    SYMBOL(launch_host_func, "cuLaunchHostFunc", "cuLaunchHostFunc", 0),
-    SYMBOL(module_load_data, "cuModuleLoadData", "cuModuleLoadData", 0),
-    SYMBOL(module_get_function, "cuModuleGetFunction", "cuModuleGetFunction", 0),
-    SYMBOL(launch_kernel, "cuLaunchKernel", "cuLaunchKernel", 0),
-    SYMBOL(user_object_create, "cuUserObjectCreate", "cuUserObjectCreate", 1),
-    SYMBOL(graph_retain_user_object, "cuGraphRetainUserObject", "cuGraphRetainUserObject", 1),
-    SYMBOL(primary_ctx_retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", 0),
-    SYMBOL(primary_ctx_release, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 0),
-    SYMBOL(device_get_mem_pool, "cuDeviceGetMemPool", "cuDeviceGetMemPool", 1),
-    SYMBOL(mem_pool_trim_to, "cuMemPoolTrimTo", "cuMemPoolTrimTo", 1),
-    SYMBOL(driver_get_version, "cuDriverGetVersion", "cuDriverGetVersion", 1),
-    SYMBOL(get_error_name, "cuGetErrorName", "cuGetErrorName", 1),
-    SYMBOL(func_get_attribute, "cuFuncGetAttribute", "cuFuncGetAttribute", 1),
-    SYMBOL(ctx_get_limit, "cuCtxGetLimit", "cuCtxGetLimit", 1),
-};
-
 #define DRIVER_READY   1
 #define DRIVER_LACKING 2
-#define DRIVER_WRITING 3
 
 typedef CUresult get_proc_address_fn(const char *symbol, void **function, int cuda_version,
                                      unsigned long long flags, int *symbol_status);
 
-/* Fill *d from the loaded libcuda. Returns DRIVER_READY; 0 when libcuda is not loaded (yet);
- * or DRIVER_LACKING with *missing naming the first required function it lacks. */
-static int driver_resolve(struct reprod_cuda_driver *d, const char **missing)
+/* libcuda's cuGetProcAddress_v2 (NULL in a driver without it): set before the table is
+ * filled, under driver_once. */
+static get_proc_address_fn *driver_get_proc_address;
+
+/* `symbol` without its _vN suffix: the name cuGetProcAddress knows it by. */
+static void base_name(const char *symbol, char *name, size_t size)
 {
-    memset(d, 0, sizeof *d);
-    void *get_proc_address = reprod_resolve("cuGetProcAddress_v2");
-    if (get_proc_address == NULL && reprod_resolve("cuInit") == NULL) return 0; /* no CUDA */
-    get_proc_address_fn *get;
-    memcpy(&get, &get_proc_address, sizeof get);
-    for (size_t i = 0; i < sizeof driver_symbols / sizeof driver_symbols[0]; i++) {
-        const struct driver_symbol *s = &driver_symbols[i];
-        void *function = NULL;
-        int status = -1;
-        if (get == NULL || get(s->name, &function, REPROD_CUDA_API_VERSION,
-                               CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS ||
-            status != CU_GET_PROC_ADDRESS_SUCCESS)
-            function = NULL;
-        if (function == NULL) function = reprod_resolve(s->exported);
-        if (function == NULL && !s->optional) {
-            *missing = s->name;
-            return DRIVER_LACKING;
-        }
-        memcpy((char *)d + s->offset, &function, sizeof function);
-    }
-    return DRIVER_READY;
+    snprintf(name, size, "%s", symbol);
+    char *suffix = strrchr(name, '_');
+    if (suffix && suffix[1] == 'v' && suffix[2] &&
+        strspn(suffix + 2, "0123456789") == strlen(suffix + 2))
+        *suffix = '\0';
 }
 
-/* The published table: state 0 (none), DRIVER_READY, DRIVER_LACKING (for good: the loaded
- * libcuda lacks driver_missing), or DRIVER_WRITING + the writer's pid (a fork child whose
- * parent was writing takes over). */
-static struct reprod_cuda_driver driver_table;
+/* How the driver's functions are found (the table's finder): through cuGetProcAddress, the
+ * version CUDA 12.0's headers call (legacy default stream), else by the exported symbol. */
+static void *find_driver_function(const char *symbol)
+{
+    char name[64];
+    void *function = NULL;
+    int status = -1;
+    base_name(symbol, name, sizeof name);
+    if (driver_get_proc_address == NULL ||
+        driver_get_proc_address(name, &function, REPROD_CUDA_API_VERSION,
+                                CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS ||
+        status != CU_GET_PROC_ADDRESS_SUCCESS)
+        function = NULL;
+    return function ? function : reprod_resolve(symbol);
+}
+
+REPROD_REAL_TABLE(driver_functions, struct reprod_cuda_driver, REPROD_CUDA_DRIVER_FUNCTIONS,
+                  find_driver_function);
+
+/* The functions the shim can do without (NULL where the driver lacks them). */
+static const int optional_functions[] = {
+    REPROD_REAL_INDEX(driver_functions, ctx_get_id),
+    REPROD_REAL_INDEX(driver_functions, stream_get_capture_info),
+    REPROD_REAL_INDEX(driver_functions, user_object_create),
+    REPROD_REAL_INDEX(driver_functions, graph_retain_user_object),
+    REPROD_REAL_INDEX(driver_functions, device_get_mem_pool),
+    REPROD_REAL_INDEX(driver_functions, mem_pool_trim_to),
+    REPROD_REAL_INDEX(driver_functions, driver_get_version),
+    REPROD_REAL_INDEX(driver_functions, get_error_name),
+    REPROD_REAL_INDEX(driver_functions, func_get_attribute),
+    REPROD_REAL_INDEX(driver_functions, ctx_get_limit),
+};
+
+static int optional(int index)
+{
+    for (size_t i = 0; i < REPROD_ARRAY_LENGTH(optional_functions); i++)
+        if (optional_functions[i] == index) return 1;
+    return 0;
+}
+
+/* The table, filled once libcuda is loaded (once.h: a fork child whose parent was filling it
+ * fills it again): driver_state is then DRIVER_READY, or DRIVER_LACKING for good (the loaded
+ * libcuda lacks a required function: driver_lacks). */
 static char driver_lacks[96]; /* DRIVER_LACKING: "the CUDA driver lacks cuMemAllocAsync" */
 static _Atomic int driver_state;
+static struct reprod_once driver_once = REPROD_ONCE_INIT;
+
+static void fill_driver_table(void)
+{
+    void *get_proc_address = reprod_resolve("cuGetProcAddress_v2");
+    memcpy(&driver_get_proc_address, &get_proc_address, sizeof get_proc_address);
+    reprod_real_complete_once(&driver_functions.table);
+    for (int i = 0; i < driver_functions.table.count; i++) {
+        if (reprod_real_slot(&driver_functions.table, i) != NULL || optional(i)) continue;
+        char name[64];
+        base_name(driver_functions_symbols[i], name, sizeof name);
+        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", name);
+        atomic_store_explicit(&driver_state, DRIVER_LACKING, memory_order_release);
+        return;
+    }
+    atomic_store_explicit(&driver_state, DRIVER_READY, memory_order_release);
+}
+
+/* 1 when the process has loaded libcuda (the table can be filled). */
+static int driver_loaded(void)
+{
+    return reprod_resolve("cuGetProcAddress_v2") != NULL || reprod_resolve("cuInit") != NULL;
+}
 
 const struct reprod_cuda_driver *reprod_cuda_driver(void)
 {
     int state = atomic_load_explicit(&driver_state, memory_order_acquire);
-    if (REPROD_LIKELY(state == DRIVER_READY)) return &driver_table;
+    if (REPROD_LIKELY(state == DRIVER_READY)) return &driver_functions.functions;
     if (state == DRIVER_LACKING) return NULL;
-    struct reprod_cuda_driver found;
-    const char *missing = NULL;
-    int result = driver_resolve(&found, &missing);
-    if (result == 0) return NULL; /* CUDA not loaded (yet): ask again next time */
-    int self = DRIVER_WRITING + (int)getpid();
-    for (;;) {
-        state = atomic_load_explicit(&driver_state, memory_order_acquire);
-        if (state == DRIVER_READY) return &driver_table;
-        if (state == DRIVER_LACKING) return NULL;
-        if (state == self) { /* another thread of this process is publishing the same table */
-            sched_yield();
-            continue;
-        }
-        if (atomic_compare_exchange_weak(&driver_state, &state, self)) break;
-    }
-    driver_table = found;
-    if (result == DRIVER_LACKING)
-        snprintf(driver_lacks, sizeof driver_lacks, "the CUDA driver lacks %s", missing);
-    atomic_store_explicit(&driver_state, result, memory_order_release);
-    return result == DRIVER_READY ? &driver_table : NULL;
+    /* CUDA not loaded (yet): ask again next time. A call from inside the filling itself finds
+     * no driver. */
+    if (!driver_loaded() || !reprod_once(&driver_once, fill_driver_table)) return NULL;
+    return atomic_load_explicit(&driver_state, memory_order_acquire) == DRIVER_READY
+               ? &driver_functions.functions
+               : NULL;
 }
 
 const char *reprod_cuda_unready_reason(void)

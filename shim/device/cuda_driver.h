@@ -8,6 +8,7 @@
 #define REPROD_CUDA_DRIVER_H
 
 #include "device/cuda.h"
+#include "interpose/real.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,51 +47,64 @@ typedef void CUhostFn(void *user_data);
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM            1
 #define CU_GET_PROC_ADDRESS_SUCCESS                  0
 
-/* The functions, with the signatures of the versions cuGetProcAddress returns for CUDA 12.0
- * (REPROD_CUDA_API_VERSION); the names in cuda.c. Optional ones may be NULL. */
+/* The functions, X(field, symbol, type) for interpose/real.h: the symbol libcuda exports, and
+ * the signature of the version cuGetProcAddress returns for CUDA 12.0 (REPROD_CUDA_API_VERSION)
+ * under the symbol's name without its _vN suffix. The optional ones (cuda.c) may be NULL. */
+/* clang-format off */
+#define REPROD_CUDA_DRIVER_FUNCTIONS(X)                                                            \
+    X(ctx_get_current, "cuCtxGetCurrent", CUresult (*)(CUcontext *context))                        \
+    X(ctx_get_device, "cuCtxGetDevice", CUresult (*)(CUdevice *device))                            \
+    X(ctx_get_id, "cuCtxGetId", CUresult (*)(CUcontext context, unsigned long long *id))           \
+    X(ctx_push_current, "cuCtxPushCurrent_v2", CUresult (*)(CUcontext context))                    \
+    X(ctx_pop_current, "cuCtxPopCurrent_v2", CUresult (*)(CUcontext *context))                     \
+    X(device_get_attribute, "cuDeviceGetAttribute",                                                \
+      CUresult (*)(int *value, int attribute, CUdevice device))                                    \
+    X(stream_get_ctx, "cuStreamGetCtx", CUresult (*)(CUstream stream, CUcontext *context))         \
+    X(stream_is_capturing, "cuStreamIsCapturing", CUresult (*)(CUstream stream, int *status))      \
+    X(stream_get_capture_info, "cuStreamGetCaptureInfo_v2",                                        \
+      CUresult (*)(CUstream stream, int *status, unsigned long long *id, CUgraph *graph,           \
+                   const CUgraphNode **dependencies, size_t *dependency_count))                    \
+    X(stream_synchronize, "cuStreamSynchronize", CUresult (*)(CUstream stream))                    \
+    X(thread_exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", CUresult (*)(int *mode))  \
+    X(mem_alloc_async, "cuMemAllocAsync",                                                          \
+      CUresult (*)(CUdeviceptr *pointer, size_t bytes, CUstream stream))                           \
+    X(mem_free_async, "cuMemFreeAsync", CUresult (*)(CUdeviceptr pointer, CUstream stream))        \
+    X(memcpy_async, "cuMemcpyAsync",                                                               \
+      CUresult (*)(CUdeviceptr destination, CUdeviceptr source, size_t bytes, CUstream stream))    \
+    X(mem_host_alloc, "cuMemHostAlloc",                                                            \
+      CUresult (*)(void **pointer, size_t bytes, unsigned int flags))                              \
+    X(mem_free_host, "cuMemFreeHost", CUresult (*)(void *pointer))                                 \
+    X(launch_host_func, "cuLaunchHostFunc",                                                        \
+      CUresult (*)(CUstream stream, CUhostFn *function, void *user_data))                          \
+    X(module_load_data, "cuModuleLoadData", CUresult (*)(CUmodule *module, const void *image))     \
+    X(module_get_function, "cuModuleGetFunction",                                                  \
+      CUresult (*)(CUfunction *function, CUmodule module, const char *name))                       \
+    X(launch_kernel, "cuLaunchKernel",                                                             \
+      CUresult (*)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,         \
+                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,    \
+                   CUstream stream, void **parameters, void **extra))                              \
+    X(user_object_create, "cuUserObjectCreate",                                                    \
+      CUresult (*)(CUuserObject *object, void *pointer, CUhostFn *destroy,                         \
+                   unsigned int initial_refcount, unsigned int flags))                             \
+    X(graph_retain_user_object, "cuGraphRetainUserObject",                                         \
+      CUresult (*)(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))    \
+    /* The device a default stream's work is done for (cuda.h). */                                 \
+    X(primary_ctx_retain, "cuDevicePrimaryCtxRetain",                                              \
+      CUresult (*)(CUcontext *context, CUdevice device))                                           \
+    X(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", CUresult (*)(CUdevice device))          \
+    /* A full device (reprod_cuda_scratch_alloc): without them no trim. */                         \
+    X(device_get_mem_pool, "cuDeviceGetMemPool",                                                   \
+      CUresult (*)(CUmemoryPool *pool, CUdevice device))                                           \
+    X(mem_pool_trim_to, "cuMemPoolTrimTo", CUresult (*)(CUmemoryPool pool, size_t keep_bytes))     \
+    /* What the log says about the kernels (cuda_module.c). */                                     \
+    X(driver_get_version, "cuDriverGetVersion", CUresult (*)(int *version))                        \
+    X(get_error_name, "cuGetErrorName", CUresult (*)(CUresult error, const char **name))           \
+    X(func_get_attribute, "cuFuncGetAttribute",                                                    \
+      CUresult (*)(int *value, int attribute, CUfunction function))                                \
+    X(ctx_get_limit, "cuCtxGetLimit", CUresult (*)(size_t *value, int limit))
+/* clang-format on */
 struct reprod_cuda_driver {
-    CUresult (*ctx_get_current)(CUcontext *context);
-    CUresult (*ctx_get_device)(CUdevice *device);
-    CUresult (*ctx_get_id)(CUcontext context, unsigned long long *id); /* optional */
-    CUresult (*ctx_push_current)(CUcontext context);
-    CUresult (*ctx_pop_current)(CUcontext *context);
-    CUresult (*device_get_attribute)(int *value, int attribute, CUdevice device);
-    CUresult (*stream_get_ctx)(CUstream stream, CUcontext *context);
-    CUresult (*stream_is_capturing)(CUstream stream, int *status);
-    CUresult (*stream_get_capture_info)(CUstream stream, int *status, unsigned long long *id,
-                                        CUgraph *graph, const CUgraphNode **dependencies,
-                                        size_t *dependency_count); /* optional (_v2) */
-    CUresult (*stream_synchronize)(CUstream stream);
-    CUresult (*thread_exchange_capture_mode)(int *mode);
-    CUresult (*mem_alloc_async)(CUdeviceptr *pointer, size_t bytes, CUstream stream);
-    CUresult (*mem_free_async)(CUdeviceptr pointer, CUstream stream);
-    CUresult (*memcpy_async)(CUdeviceptr destination, CUdeviceptr source, size_t bytes,
-                             CUstream stream);
-    CUresult (*mem_host_alloc)(void **pointer, size_t bytes, unsigned int flags);
-    CUresult (*mem_free_host)(void *pointer);
-    CUresult (*launch_host_func)(CUstream stream, CUhostFn *function, void *user_data);
-    CUresult (*module_load_data)(CUmodule *module, const void *image);
-    CUresult (*module_get_function)(CUfunction *function, CUmodule module, const char *name);
-    CUresult (*launch_kernel)(CUfunction function, unsigned grid_x, unsigned grid_y,
-                              unsigned grid_z, unsigned block_x, unsigned block_y,
-                              unsigned block_z, unsigned shared_bytes, CUstream stream,
-                              void **parameters, void **extra);
-    CUresult (*user_object_create)(CUuserObject *object, void *pointer, CUhostFn *destroy,
-                                   unsigned int initial_refcount,
-                                   unsigned int flags); /* optional */
-    CUresult (*graph_retain_user_object)(CUgraph graph, CUuserObject object, unsigned int count,
-                                         unsigned int flags); /* optional */
-    /* The device a default stream's work is done for (cuda.h). */
-    CUresult (*primary_ctx_retain)(CUcontext *context, CUdevice device);
-    CUresult (*primary_ctx_release)(CUdevice device);
-    /* A full device (reprod_cuda_scratch_alloc): optional, without them no trim. */
-    CUresult (*device_get_mem_pool)(CUmemoryPool *pool, CUdevice device);
-    CUresult (*mem_pool_trim_to)(CUmemoryPool pool, size_t keep_bytes);
-    /* What the log says about the kernels (cuda_module.c): optional. */
-    CUresult (*driver_get_version)(int *version);
-    CUresult (*get_error_name)(CUresult error, const char **name);
-    CUresult (*func_get_attribute)(int *value, int attribute, CUfunction function);
-    CUresult (*ctx_get_limit)(size_t *value, int limit);
+    REPROD_REAL_FIELDS(REPROD_CUDA_DRIVER_FUNCTIONS)
 };
 
 /* The driver's functions, or NULL when the process has not loaded libcuda.so.1 (or lacks a

@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-_Thread_local int reprod_guard_depth __attribute__((tls_model("initial-exec")));
+_Thread_local unsigned reprod_guard_word __attribute__((tls_model("initial-exec")));
 
 /* Its address names the calling thread: a live thread's differs from every other's. */
 static _Thread_local char this_thread __attribute__((tls_model("initial-exec")));
