@@ -1,6 +1,7 @@
 # tests/lib.sh: what every test script shares. Source it from the repository root:
 #     . tests/lib.sh
-# Scripts exit 0 when they pass and print "FAIL: ..." with what differed when they do not.
+# Scripts exit 0 when they pass and print "FAIL: ..." with what differed when they do not; what
+# cannot run here says "skipped: REASON" (skip, skip_part below; exit status 77 when nothing ran).
 
 set -u
 ROOT=$(pwd)
