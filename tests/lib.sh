@@ -1,6 +1,7 @@
 # tests/lib.sh: what every test script shares. Source it from the repository root:
 #     . tests/lib.sh
-# Scripts exit 0 when they pass and print "FAIL: ..." with what differed when they do not.
+# Scripts exit 0 when they pass and print "FAIL: ..." with what differed when they do not; what
+# cannot run here says "skipped: REASON" (skip, skip_part below; exit status 77 when nothing ran).
 
 set -u
 ROOT=$(pwd)
@@ -80,16 +81,18 @@ with_host_name() {
 }
 
 # Skips: what cannot run here (not root, no torch, no AT_SECURE, a sanitizer in the way) is
-# said, never passed in silence. `skip REASON` ends the script with exit status 77;
+# said, never passed in silence. `skip REASON` ends the script: with exit status 77 when no check
+# passed before it (the whole script skipped), else with 0 after saying that the rest is skipped;
 # `skip_part REASON` goes on with the rest. Both print "skipped: REASON" and add REASON to
-# $TEST_SKIP_LOG, where tools/run-tests reads it: the group is counted skipped, not passed
-# (and CI fails on a skip that tests/allowed-skips does not list).
+# $TEST_SKIP_LOG, where tools/run-tests reads it: the group is counted skipped (in whole or in
+# part), not passed, and CI fails on a skip that tests/allowed-skips does not list.
 skip_part() {
     echo "skipped: $*"
     [ -z "${TEST_SKIP_LOG:-}" ] || echo "$*" >>"$TEST_SKIP_LOG"
 }
 
 skip() {
+    [ "$CHECKS_PASSED" -eq 0 ] || { skip_part "the rest: $*" && exit 0; }
     skip_part "$@"
     exit 77
 }
@@ -99,8 +102,10 @@ fail() {
     exit 1
 }
 
+CHECKS_PASSED=0 # ok lines so far (skip tells a whole skip from a partial one by it)
 ok() {
     echo "ok: $*"
+    CHECKS_PASSED=$((CHECKS_PASSED + 1))
 }
 
 # mpirun NP ARGS...: a local Open MPI job of NP ranks (oversubscribed: CI has 2 cores), bounded in time
