@@ -388,8 +388,8 @@ $(BUILD)/nonvcc/libreprod_shim.so: FORCE
 
 # A shim built without MPICH's headers, as `make MPI_FAMILIES=openmpi` builds it, for the tests
 # of its pass-through (tests/mpi/mpi_passthrough.sh): the build's own objects but one.
-NOMPICH_OBJ := $(filter-out %/mpi_abi_mpich.o,$(SHIM_OBJ) $(HOOK_OBJ)) $(BUILD)/nompich/mpi_abi_mpich.o
-$(BUILD)/nompich/mpi_abi_mpich.o: hooks/mpi/abi/mpi_abi_mpich.c $(CONFIG)/cc
+NOMPICH_OBJ := $(filter-out %/mpi_abi_mpich.o,$(SHIM_OBJ) $(HOOK_OBJ)) $(BUILD)/nompich/obj/hooks/mpi/abi/mpi_abi_mpich.o
+$(BUILD)/nompich/obj/hooks/mpi/abi/mpi_abi_mpich.o: hooks/mpi/abi/mpi_abi_mpich.c $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIMFLAGS) -DREPROD_WITHOUT_MPICH_HEADERS -MMD -MP -c $< -o $@
 
@@ -513,4 +513,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(SHIM_OBJ:.o=.d) $(HOOK_OBJ:.o=.d) $(BUILD)/nompich/mpi_abi_mpich.d
+-include $(SHIM_OBJ:.o=.d) $(HOOK_OBJ:.o=.d) $(BUILD)/nompich/obj/hooks/mpi/abi/mpi_abi_mpich.d
