@@ -210,9 +210,9 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
         for (int lane = 0; lane < 8; lane++)
             refused |= (uint32_t)(bad_lane[lane] != 0) << lane;
         if (refused)
-            engine_wide32_generic(op, dir, contributions, count, j, 8, refused,
-                                  (const uint32_t *)max_lane, (const uint32_t *)min_lane, NULL, out,
-                                  a, general);
+            engine_beyond_window_generic(op, dir, contributions, count, j, 8, refused,
+                                         (const uint32_t *)max_lane, (const uint32_t *)min_lane,
+                                         NULL, out, a, general);
         for (int lane = 0; lane < 8; lane++) {
             size_t index = j + (size_t)lane;
             if (!bad_lane[lane])
@@ -272,9 +272,9 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
             fast[lane] = engine_is_finite(sum[lane]) &&
-                         (engine_fast_errors_exact(error_sum_lane[lane], min_lane[lane]) ||
-                          engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane],
-                                                count, dir));
+                         (engine_errors_exact(error_sum_lane[lane], min_lane[lane]) ||
+                          engine_rounding_certified(s_lane[lane], t_lane[lane],
+                                                    error_sum_lane[lane], count, dir));
             all_plain &= fast[lane] && sum[lane] != 0;
         }
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {
@@ -463,8 +463,8 @@ static size_t exact_by_kernels(reprod_type type, reprod_op op, reprod_rounding r
         done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
                                        element_count, (uint16_t *)result,
                                        kernel_level() >= ENGINE_KERNELS_AVX512
-                                           ? engine_wide32_bfloat16_avx512_chunk
-                                           : engine_wide32_bfloat16_avx2_chunk,
+                                           ? engine_beyond_window_chunk_bfloat16_avx512
+                                           : engine_beyond_window_chunk_bfloat16_avx2,
                                        &a, &general);
     else if (!force_general && type == REPROD_FLOAT32)
         done = float32_kernel()(op, rounding, contributions, contribution_count, element_count,

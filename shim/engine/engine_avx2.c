@@ -135,8 +135,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 wide_groups += float32_span_check(contributions, count, j + b, largest + b,
                                                   smallest + b, far) != 0;
             wide = 2 * (size_t)wide_groups > length / 16;
-            engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, largest, smallest,
-                                     result, a, general);
+            engine_beyond_window_chunk_avx2(op, dir, contributions, count, j, length, largest,
+                                            smallest, result, a, general);
             j += length;
             continue;
         }
@@ -203,9 +203,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 _mm256_storeu_ps((float *)out + 8, _mm256_set_m128(r3, r2));
             }
             if (bad_mask)
-                engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
-                                   all_exact ? NULL : largest + b, smallest + b, sum, out, a,
-                                   general);
+                engine_beyond_window_avx2(op, dir, contributions, count, j + b, 16,
+                                          (uint32_t)bad_mask, all_exact ? NULL : largest + b,
+                                          smallest + b, sum, out, a, general);
             for (int lane = 0; lane < 16 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */
@@ -221,7 +221,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
- * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
+ * vector form of engine_rounding_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
  * nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
 float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)

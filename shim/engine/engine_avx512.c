@@ -60,7 +60,7 @@ static inline void float32_prefetch(const float *p)
 /* Bit l set: lane l of the 32 binary32 elements at offset j is outside the fast window or holds
  * an infinity or NaN (the span check of engine_avx2.c, 16 lanes per vector); each lane's
  * largest magnitude bits and smallest nonzero ones minus one into largest[l], smallest[l], for
- * the tiers beyond the window (engine_wide32_fn). */
+ * the tiers beyond the window (engine_beyond_window_fn). */
 AVX512_FUNCTION static uint32_t float32_span_check(const void *const *contributions, int count,
                                                    size_t j, uint32_t *largest, uint32_t *smallest,
                                                    int far)
@@ -138,8 +138,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
                 wide_groups += float32_wide_groups(float32_span_check(
                     contributions, count, j + b, largest + b, smallest + b, far));
             wide = 2 * (size_t)wide_groups > length / 16;
-            engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, largest, smallest,
-                                       result, a, general);
+            engine_beyond_window_chunk_avx512(op, dir, contributions, count, j, length, largest,
+                                              smallest, result, a, general);
             j += length;
             continue;
         }
@@ -197,12 +197,13 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
                                      _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
             }
             if (bad_mask & 0xffff)
-                engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
-                                     known, smallest + b, sum, out, a, general);
+                engine_beyond_window_avx512(op, dir, contributions, count, j + b, 16,
+                                            bad_mask & 0xffff, known, smallest + b, sum, out, a,
+                                            general);
             if (bad_mask >> 16)
-                engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
-                                     known ? known + 16 : NULL, smallest + b + 16, sum + 16,
-                                     out + 16, a, general);
+                engine_beyond_window_avx512(op, dir, contributions, count, j + b + 16, 16,
+                                            bad_mask >> 16, known ? known + 16 : NULL,
+                                            smallest + b + 16, sum + 16, out + 16, a, general);
             for (int lane = 0; lane < 32 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1))
@@ -218,7 +219,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
- * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
+ * form of engine_rounding_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
  * for rounding to nearest (only S = RN(exact sum) is needed there). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)

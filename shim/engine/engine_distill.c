@@ -276,7 +276,7 @@ ALWAYS_INLINE void wide32_load_terms(const int level, const reprod_type type,
      ~MASK_NEGATIVE(x))
 
 /* All-ones lanes where s + t is finite and certified by (d): the vector form of
- * engine_is_finite(s + t) && engine_fast_certified(s, t, error_sum, N, dir), operation for
+ * engine_is_finite(s + t) && engine_rounding_certified(s, t, error_sum, N, dir), operation for
  * operation (two_n = 2N; nearest: dir is to nearest). Vectors pass by address: always
  * inlined, nothing is passed. */
 ALWAYS_INLINE void distill_certified(const distill_vector *s_in, const distill_vector *t_in,
@@ -302,7 +302,7 @@ ALWAYS_INLINE void distill_certified(const distill_vector *s_in, const distill_v
     *certified = (MASK_ZERO((distill_mask)error_sum) | inside) & finite;
 }
 
-/* All-ones lanes where t is exact by (c'): engine_fast_errors_exact lane-wise, from `low`, the
+/* All-ones lanes where t is exact by (c'): engine_errors_exact lane-wise, from `low`, the
  * min of the terms' magnitude bits minus one (below 2^63: signed arithmetic is safe). */
 ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const distill_mask *low,
                                         distill_mask *exact)
@@ -312,7 +312,7 @@ ALWAYS_INLINE void distill_errors_exact(const distill_vector *error_sum, const d
     *exact = ~MASK_GREATER((distill_mask)*error_sum, field << 52);
 }
 
-/* engine_distill_tie lane-wise (engine_inner.h (f)) for the distilled v[0..n-1][g], n >= 3:
+/* engine_midpoint lane-wise (engine_inner.h (f)) for the distilled v[0..n-1][g], n >= 3:
  * all-ones lanes in *tie where it applies, with their pair in *s_out, *t_out. */
 ALWAYS_INLINE void distill_tie(distill_vector (*v)[DISTILL_GROUPS], int n, int g, double two_n,
                                distill_mask *tie, distill_vector *s_out, distill_vector *t_out)
@@ -560,7 +560,7 @@ ALWAYS_INLINE int wide32_any(const int level, const wide32_int *mask)
                     (distill_mask)(0 - ((distill_unsigned)(x) ^ (distill_unsigned)(y)))) |         \
      (MASK_ZERO((distill_mask)(x)&MAGNITUDE) & MASK_ZERO((distill_mask)(y)&MAGNITUDE)))
 
-/* (h)'s chain over `levels` accumulators hi[0..levels-1][g] and lo (engine_wide32_chain,
+/* (h)'s chain over `levels` accumulators hi[0..levels-1][g] and lo (engine_split_chain,
  * lane-wise): S, T, and all ones in *fits where the chain tells. */
 ALWAYS_INLINE void wide32_chain(distill_vector (*hi)[DISTILL_GROUPS], int levels, int g,
                                 const distill_vector *lo, distill_vector *S, distill_vector *T,
@@ -595,7 +595,7 @@ ALWAYS_INLINE void wide32_chain(distill_vector (*hi)[DISTILL_GROUPS], int levels
 
 /* (h) with `levels` levels (a literal at each use, so that the accumulators stay in
  * registers) for `groups` vectors of 8 lanes from element j, given each lane's own levels
- * and first sigma: the accumulators (engine_wide32_split, lane-wise: sigma 0 at the levels
+ * and first sigma: the accumulators (engine_split_sums, lane-wise: sigma 0 at the levels
  * beyond a lane's own), then the chain, which clears fits[g] where it cannot tell. */
 ALWAYS_INLINE void wide32_deep(const int level, const reprod_type type, const int groups,
                                const void *const *contributions, int count, size_t j,
@@ -659,7 +659,7 @@ ALWAYS_INLINE uint32_t wide32_several_body(const int level, const reprod_type ty
      * stay in registers */
     int32_t limits[ENGINE_SPLIT_LEVELS + 1];
     for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
-        limits[k] = engine_wide32_split_limit(type, count, k);
+        limits[k] = engine_split_limit(type, count, k);
     wide32_int reach[DISTILL_GROUPS];
     _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
     {
@@ -746,19 +746,18 @@ ALWAYS_INLINE uint32_t wide32_several(const int level, const reprod_type type, c
 #endif
 }
 
-/* (h) lane-wise (engine_wide32_sum) for `groups` vectors of 8 lanes from element j, given per
- * lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`:
- * all ones in fits[g] where it applies (and `open` holds) and its chain tells, its S + T
- * there. Returns those lanes as bits. A block runs the most levels any of its lanes takes,
- * lanes that take fewer with sigma 0 at the rest. */
+/* (h) lane-wise (engine_float32_exact_sum) for `groups` vectors of 8 lanes from element j, given
+ * per lane the terms' largest magnitude bits `high` and smallest nonzero ones minus one `low`: all
+ * ones in fits[g] where it applies (and `open` holds) and its chain tells, its S + T there. Returns
+ * those lanes as bits. A block runs the most levels any of its lanes takes, lanes that take fewer
+ * with sigma 0 at the rest. */
 ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, const int groups,
                                     const void *const *contributions, int count, size_t j,
                                     const wide32_bits *high, const wide32_bits *low,
                                     const distill_mask *open, distill_mask *fits, distill_vector *S,
                                     distill_vector *T)
 {
-    const int32_t log2_n = engine_ceil_log2(count),
-                  limit = engine_wide32_split_limit(type, count, 1);
+    const int32_t log2_n = engine_ceil_log2(count), limit = engine_split_limit(type, count, 1);
     distill_vector sigma[DISTILL_GROUPS];
     wide32_int span[DISTILL_GROUPS], finite[DISTILL_GROUPS];
     uint32_t split = 0, deeper = 0;
@@ -810,7 +809,7 @@ ALWAYS_INLINE uint32_t wide32_split(const int level, const reprod_type type, con
                           fits, S, T);
 }
 
-/* (i)'s plain sums (engine_wide32_plain_sum) of `groups` vectors of 8 lanes from element j
+/* (i)'s plain sums (engine_bracket_plain_sum) of `groups` vectors of 8 lanes from element j
  * into s[g]: the even and odd terms of each group in two chains, as the per-element order has
  * them (and the binary32 kernels' binary64 sums); four chains hide the adders' latency. */
 ALWAYS_INLINE void wide32_plain_sums(const int level, const reprod_type type, const int groups,
@@ -841,7 +840,7 @@ ALWAYS_INLINE void wide32_plain_sums(const int level, const reprod_type type, co
     }
 }
 
-/* (i)'s test (engine_wide32_bounded) lane-wise on the plain sums s[g] of N = count >= 1 terms,
+/* (i)'s test (engine_bracket_decides) lane-wise on the plain sums s[g] of N = count >= 1 terms,
  * given per lane the terms' largest binary32 magnitude bits `high`: all ones in bounded[g]
  * where it decides and `open` holds. Returns those lanes as bits. */
 ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, reprod_op op,
@@ -894,7 +893,7 @@ ALWAYS_INLINE uint32_t wide32_bounded(const int level, const reprod_type type, r
 }
 
 /* The binary32 nearest rounding of the exact sum S + T (|T| at most half an ulp of S): round
- * to odd, then the hardware's conversion (engine_wide32_finish); all ones in *nonzero where S
+ * to odd, then the hardware's conversion (engine_float32_finish); all ones in *nonzero where S
  * is not zero (a zero sum's sign needs the terms). */
 ALWAYS_INLINE void wide32_nearest(const int level, const distill_vector *S, const distill_vector *T,
                                   wide32_floats *rounded, distill_mask *nonzero)
@@ -911,7 +910,7 @@ ALWAYS_INLINE void wide32_nearest(const int level, const distill_vector *S, cons
  * to odd, then to nearest bfloat16 in the integers (53 >= 8 + 2 bits: one rounding of the exact
  * sum): a carry into bit 45 at or past the half (ties to even), the exponent rebiased, overflow
  * to infinity. All ones in *normal where the result is in bfloat16's normal range (zero sums
- * and results below it are left to engine_wide32_finish). */
+ * and results below it are left to engine_float32_finish). */
 ALWAYS_INLINE void wide32_nearest_bfloat16(const int level, const distill_vector *S,
                                            const distill_vector *T, wide32_int *rounded,
                                            distill_mask *normal)
@@ -957,13 +956,13 @@ ALWAYS_INLINE uint32_t wide32_bounded_lanes(const int level, const reprod_type t
  * sum's bound decides, (h) where the spread allows, else (g): the binary64 cascade over the
  * terms, judged by (c') (u: the smallest term's float ulp), then up to ENGINE_DISTILL_PASSES
  * passes of (e) judged by (c') on their errors. Decided lanes round S + T to binary32 through
- * the odd neighbour (engine_wide32_finish), the hardware conversion when rounding a nonzero sum
- * to nearest: engine_exact_wide32 lane-wise. `largest`, `smallest`: as engine_wide32_fn's, or
- * NULL; `sums`: NULL, or the lanes' plain sums for (i). (i) runs before (h) when
- * bounded_first, else after it for the lanes (h) leaves: for a sum the lanes decided are the
- * same ((i), (h) or (g)), only the work differs (not for an average: (h)'s inexact S + T leaves
- * a lane to the general path that (i) would decide, so averages take (i) first). Returns the
- * lanes (i) decided when it ran first. */
+ * the odd neighbour (engine_float32_finish), the hardware conversion when rounding a nonzero sum
+ * to nearest: engine_exact_beyond_window lane-wise. `largest`, `smallest`: as
+ * engine_beyond_window_fn's, or NULL; `sums`: NULL, or the lanes' plain sums for (i). (i) runs
+ * before (h) when bounded_first, else after it for the lanes (h) leaves: for a sum the lanes
+ * decided are the same ((i), (h) or (g)), only the work differs (not for an average: (h)'s inexact
+ * S + T leaves a lane to the general path that (i) would decide, so averages take (i) first).
+ * Returns the lanes (i) decided when it ran first. */
 ALWAYS_INLINE uint32_t wide32_body(reprod_op op, reprod_rounding dir,
                                    const void *const *contributions, int count, size_t j,
                                    const int level, const reprod_type type, const int groups,
@@ -1113,9 +1112,9 @@ ALWAYS_INLINE uint32_t wide32_body(reprod_op op, reprod_rounding dir,
         size_t index = j + (size_t)lane;
         uint64_t bits;
         if (((decided >> lane) & 1) &&
-            engine_wide32_finish(type, op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
-                                 T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], contributions,
-                                 count, index, &bits))
+            engine_float32_finish(type, op, dir, S_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH],
+                                  T_done[lane / DISTILL_WIDTH][lane % DISTILL_WIDTH], contributions,
+                                  count, index, &bits))
             out[lane] = (uint32_t)bits;
         else
             out[lane] = (uint32_t)engine_exact_element(type, op, dir, contributions, count, index,
@@ -1131,7 +1130,7 @@ ALWAYS_INLINE uint32_t wide32_body(reprod_op op, reprod_rounding dir,
 
 /* Round a block of 16 exact sums S + T (|T| at most half an ulp of S) to nearest and store
  * them at element j of `result` (binary32, or bfloat16: type): 1, or 0 with nothing stored
- * when a lane needs engine_wide32_finish (a zero sum; bfloat16: one outside its normal
+ * when a lane needs engine_float32_finish (a zero sum; bfloat16: one outside its normal
  * range). One store per half: a 64-byte copy of the pair went through the stack, and its load
  * stalled on the two 32-byte stores (store forwarding). */
 ALWAYS_INLINE int wide32_store_nearest(const int level, const reprod_type type,
@@ -1180,7 +1179,7 @@ ALWAYS_INLINE void wide32_chunk(reprod_op op, reprod_rounding dir, const void *c
     int skip = 0; /* blocks to go before (i) runs first again (it decided too few lanes) */
     for (size_t b = 0; b < length; b += 2 * DISTILL_WIDTH) {
         /* An average takes (i) first always: (h)'s inexact S + T does not serve it
-         * (engine_wide32_finish), and (i) after (h) sees only the lanes (h) left. */
+         * (engine_float32_finish), and (i) after (h) sees only the lanes (h) left. */
         const int bounded_first = skip == 0 || op == REPROD_AVG;
         skip -= skip > 0;
         distill_vector plain[DISTILL_GROUPS] = {{0}};
@@ -1273,11 +1272,12 @@ DISTILL_LEVEL(engine_distill_float64_generic, )
                      result, a, general);                                                          \
     }
 
-WIDE32_LEVEL(engine_wide32_avx512, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
-WIDE32_LEVEL(engine_wide32_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
-WIDE32_LEVEL(engine_wide32_generic, , LEVEL_GENERIC, REPROD_FLOAT32)
-WIDE32_CHUNK(engine_wide32_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
-WIDE32_CHUNK(engine_wide32_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
-WIDE32_CHUNK(engine_wide32_generic_chunk, , LEVEL_GENERIC, REPROD_FLOAT32)
-WIDE32_CHUNK(engine_wide32_bfloat16_avx512_chunk, DISTILL_AVX512, LEVEL_AVX512, REPROD_BFLOAT16)
-WIDE32_CHUNK(engine_wide32_bfloat16_avx2_chunk, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16)
+WIDE32_LEVEL(engine_beyond_window_avx512, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
+WIDE32_LEVEL(engine_beyond_window_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
+WIDE32_LEVEL(engine_beyond_window_generic, , LEVEL_GENERIC, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_beyond_window_chunk_avx512, DISTILL_AVX512, LEVEL_AVX512, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_beyond_window_chunk_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_beyond_window_chunk_generic, , LEVEL_GENERIC, REPROD_FLOAT32)
+WIDE32_CHUNK(engine_beyond_window_chunk_bfloat16_avx512, DISTILL_AVX512, LEVEL_AVX512,
+             REPROD_BFLOAT16)
+WIDE32_CHUNK(engine_beyond_window_chunk_bfloat16_avx2, DISTILL_AVX2, LEVEL_AVX2, REPROD_BFLOAT16)

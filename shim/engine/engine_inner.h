@@ -329,7 +329,7 @@ ENGINE_FUNCTION int engine_fast_span_ok(const struct engine_format *f, uint64_t 
 
 /* Whether t = fl(sum of e_k) is exact by (c'): error_sum = fl(sum |e_k|), and the smallest
  * nonzero term's magnitude bits minus one (zeros count as all ones: never the minimum). */
-ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonzero_less_one)
+ENGINE_FUNCTION int engine_errors_exact(double error_sum, uint64_t min_nonzero_less_one)
 {
     uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffffffffffull) >> 52;
     if (field < 1) field = 1;
@@ -340,7 +340,7 @@ ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonz
  * magnitude bits minus one: each term is a multiple of u = 2^(f - 150), f that term's binary32
  * exponent field (at least 1: subnormals are multiples of 2^-149), and 2^52 u = 2^(f - 98) is
  * the double of field f + 925. */
-ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint32_t min_nonzero_less_one)
+ENGINE_FUNCTION int engine_errors_exact_float32(double error_sum, uint32_t min_nonzero_less_one)
 {
     uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffu) >> 23;
     if (field < 1) field = 1;
@@ -350,8 +350,8 @@ ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint32_t mi
 /* Whether s + t rounds as the exact sum s + (sum of e_k) does in direction dir, t = fl(sum of
  * e_k) and error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks
  * that s + t is finite. */
-ENGINE_FUNCTION int engine_fast_certified(double s, double t, double error_sum, int count,
-                                          reprod_rounding dir)
+ENGINE_FUNCTION int engine_rounding_certified(double s, double t, double error_sum, int count,
+                                              reprod_rounding dir)
 {
     double S, T;
     engine_two_sum(s, t, &S, &T);
@@ -528,7 +528,7 @@ ENGINE_FUNCTION uint64_t engine_distill_errors_low(const double *v, int n)
 
 /* (f) for a distilled v[0..n-1] = [rest..., c, s]: 1 with (s, t) that round as the exact sum,
  * 0 when it does not apply. */
-ENGINE_FUNCTION int engine_distill_tie(const double *v, int n, double *s_out, double *t_out)
+ENGINE_FUNCTION int engine_midpoint(const double *v, int n, double *s_out, double *t_out)
 {
     if (n < 3) return 0;
     double S, T;
@@ -574,10 +574,9 @@ ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int
     for (int pass = 0; pass < ENGINE_DISTILL_PASSES; pass++) {
         engine_distill_pass(v, count, &s, &t, &error_sum);
         if (!engine_is_finite(s + t)) continue;
-        int decided = engine_fast_certified(s, t, error_sum, count, dir);
-        if (!decided)
-            decided = engine_fast_errors_exact(error_sum, engine_distill_errors_low(v, count));
-        if (!decided) decided = engine_distill_tie(v, count, &s, &t);
+        int decided = engine_rounding_certified(s, t, error_sum, count, dir);
+        if (!decided) decided = engine_errors_exact(error_sum, engine_distill_errors_low(v, count));
+        if (!decided) decided = engine_midpoint(v, count, &s, &t);
         if (decided) {
             *s_out = s;
             *t_out = t;
@@ -666,7 +665,7 @@ ENGINE_FUNCTION uint32_t engine_load_float32_bits(reprod_type type, const void *
 
 /* The widest span of exponent fields (h) takes with `levels` levels for N = count terms of
  * the type (binary32 or bfloat16). */
-ENGINE_FUNCTION int engine_wide32_split_limit(reprod_type type, int count, int levels)
+ENGINE_FUNCTION int engine_split_limit(reprod_type type, int count, int levels)
 {
     int base = type == REPROD_BFLOAT16 ? 45 : 29;
     return base + 53 * levels - (levels + 1) * engine_ceil_log2(count);
@@ -675,37 +674,36 @@ ENGINE_FUNCTION int engine_wide32_split_limit(reprod_type type, int count, int l
 /* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
  * nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span fits, 0
  * when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
-ENGINE_FUNCTION int engine_wide32_split_levels(reprod_type type, uint32_t high, uint32_t low,
-                                               int count)
+ENGINE_FUNCTION int engine_split_levels(reprod_type type, uint32_t high, uint32_t low, int count)
 {
     int field_max = (int)(high >> 23), field_min = (int)(((low + 1) & 0x7fffffffu) >> 23);
     if (field_min < 1) field_min = 1;
     if (field_max >= 255) return 0;
     for (int levels = 1; levels <= ENGINE_SPLIT_LEVELS; levels++)
-        if (field_max - field_min <= engine_wide32_split_limit(type, count, levels)) return levels;
+        if (field_max - field_min <= engine_split_limit(type, count, levels)) return levels;
     return 0;
 }
 
 /* sigma = 2^(e + L) of (h)'s first level from the largest magnitude bits (e = F - 126, F at
  * least 1); each level's is 2^(L - 53) times the one before. */
-ENGINE_FUNCTION double engine_wide32_sigma(uint32_t high, int count)
+ENGINE_FUNCTION double engine_split_sigma(uint32_t high, int count)
 {
     int64_t field = (int64_t)(high >> 23);
     if (field < 1) field = 1;
     return engine_double_from_bits((uint64_t)(field - 126 + engine_ceil_log2(count) + 1023) << 52);
 }
 
-/* (h)'s accumulators of element `index` with `levels` levels (engine_wide32_split_levels's),
+/* (h)'s accumulators of element `index` with `levels` levels (engine_split_levels's),
  * given the terms' largest binary32 magnitude bits: hi[0..levels-1] (largest first) and *lo,
  * whose sum is the exact sum of the terms. */
-ENGINE_FUNCTION void engine_wide32_split(reprod_type type, const void *const *contributions,
-                                         int count, size_t index, int levels, uint32_t largest,
-                                         double *hi, double *lo)
+ENGINE_FUNCTION void engine_split_sums(reprod_type type, const void *const *contributions,
+                                       int count, size_t index, int levels, uint32_t largest,
+                                       double *hi, double *lo)
 {
     double sigma[ENGINE_SPLIT_LEVELS], low = 0.0;
     const double step = engine_double_from_bits((uint64_t)(engine_ceil_log2(count) - 53 + 1023)
                                                 << 52); /* 2^(L - 53) */
-    sigma[0] = engine_wide32_sigma(largest, count);
+    sigma[0] = engine_split_sigma(largest, count);
     for (int i = 0; i < levels; i++) {
         if (i > 0) sigma[i] = sigma[i - 1] * step;
         hi[i] = 0.0;
@@ -725,8 +723,8 @@ ENGINE_FUNCTION void engine_wide32_split(reprod_type type, const void *const *co
 
 /* (h)'s chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
  * fit for round to odd, 0 when the chain cannot tell. */
-ENGINE_FUNCTION int engine_wide32_chain(const double *hi, int levels, double lo, double *S_out,
-                                        double *T_out)
+ENGINE_FUNCTION int engine_split_chain(const double *hi, int levels, double lo, double *S_out,
+                                       double *T_out)
 {
     double s = lo, w = 0.0, D = 0.0, e = 0.0;
     for (int i = levels - 1; i >= 0; i--) {
@@ -748,8 +746,8 @@ ENGINE_FUNCTION int engine_wide32_chain(const double *hi, int levels, double lo,
 
 /* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T (see (g) and
  * (h)): 1, or 0 when neither (h) applies nor (c') proves it within the passes. */
-ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contributions, int count,
-                                      size_t index, double *S_out, double *T_out)
+ENGINE_FUNCTION int engine_float32_exact_sum(reprod_type type, const void *const *contributions,
+                                             int count, size_t index, double *S_out, double *T_out)
 {
     uint32_t largest = 0, smallest = 0x7fffffffu; /* magnitude bits; nonzero ones minus one */
     for (int k = 0; k < count; k++) {
@@ -758,11 +756,11 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
         largest = magnitude > largest ? magnitude : largest;
         smallest = less_one < smallest ? less_one : smallest;
     }
-    int levels = count >= 1 ? engine_wide32_split_levels(type, largest, smallest, count) : 0;
+    int levels = count >= 1 ? engine_split_levels(type, largest, smallest, count) : 0;
     if (levels) { /* (h) */
         double hi[ENGINE_SPLIT_LEVELS], lo;
-        engine_wide32_split(type, contributions, count, index, levels, largest, hi, &lo);
-        if (engine_wide32_chain(hi, levels, lo, S_out, T_out)) return 1;
+        engine_split_sums(type, contributions, count, index, levels, largest, hi, &lo);
+        if (engine_split_chain(hi, levels, lo, S_out, T_out)) return 1;
     }
     double v[ENGINE_DISTILL_TERMS];
     if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
@@ -777,11 +775,11 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
             engine_distill_pass(v, count, &s, &t, &error_sum);
             low = engine_distill_errors_low(v, count);
         }
-        int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, smallest)
-                                : engine_fast_errors_exact(error_sum, low);
+        int decided = pass == 0 ? engine_errors_exact_float32(error_sum, smallest)
+                                : engine_errors_exact(error_sum, low);
         /* or (d) in its directed form: the exact sum lies strictly between S and its
          * neighbour toward T, which is all the rounding through the odd double needs */
-        decided = decided || engine_fast_certified(s, t, error_sum, count, REPROD_ROUND_UP);
+        decided = decided || engine_rounding_certified(s, t, error_sum, count, REPROD_ROUND_UP);
         if (engine_is_finite(s + t) && decided) {
             engine_two_sum(s, t, S_out, T_out);
             return 1;
@@ -799,7 +797,7 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
  *     errs by at most half an ulp there, 2^(e + L - 53) <= B - beta: lo <= x, s <= hi. Rounding to
  *     the type (binary32, or bfloat16: p = 24 or 8) in direction dir is monotone, so when it takes
  *     lo and hi to the same value it takes every number between them there, x and s too: S = s, T =
- *     0 serve engine_wide32_finish. The test rounds the magnitudes' bits to p bits in the integers
+ *     0 serve engine_float32_finish. The test rounds the magnitudes' bits to p bits in the integers
  *     (truncating, adding all ones below, or half of that and the last kept bit: toward zero, away,
  *     to nearest even) and compares them, for lo and hi of one sign with magnitudes in binary32's
  *     normal range [2^-126, 2^128) (where the grid of p bits is the type's; zero, infinite and NaN
@@ -813,8 +811,8 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
  *     for every element. */
 
 /* (i)'s binary64 sum s of element `index`, and its terms' largest binary32 magnitude bits. */
-ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *const *contributions,
-                                               int count, size_t index, uint32_t *largest)
+ENGINE_FUNCTION double engine_bracket_plain_sum(reprod_type type, const void *const *contributions,
+                                                int count, size_t index, uint32_t *largest)
 {
     double even = -0.0, odd = -0.0;
     uint32_t high = 0;
@@ -832,10 +830,10 @@ ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *con
     return even + odd;
 }
 
-/* Whether (i) decides the element whose plain sum is s (engine_wide32_plain_sum) in direction
+/* Whether (i) decides the element whose plain sum is s (engine_bracket_plain_sum) in direction
  * dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the type. */
-ENGINE_FUNCTION int engine_wide32_bounded(reprod_type type, reprod_op op, reprod_rounding dir,
-                                          double s, uint32_t largest, int count)
+ENGINE_FUNCTION int engine_bracket_decides(reprod_type type, reprod_op op, reprod_rounding dir,
+                                           double s, uint32_t largest, int count)
 {
     int64_t field = (int64_t)(largest >> 23);
     if (field < 1) field = 1;
@@ -868,9 +866,9 @@ ENGINE_FUNCTION int engine_wide32_bounded(reprod_type type, reprod_op op, reprod
 /* The binary32 (or bfloat16: type) result of element `index` from its exact sum S + T (see
  * (g)); 0 when an average needs the general path. Round to odd serves bfloat16 as binary32:
  * 53 >= 8 + 2. */
-ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_rounding dir,
-                                         double S, double T, const void *const *contributions,
-                                         int count, size_t index, uint64_t *bits_out)
+ENGINE_FUNCTION int engine_float32_finish(reprod_type type, reprod_op op, reprod_rounding dir,
+                                          double S, double T, const void *const *contributions,
+                                          int count, size_t index, uint64_t *bits_out)
 {
     const struct engine_format f = engine_format_of(type);
     if (S == 0) { /* the sign rules of a zero sum look at the terms */
@@ -899,21 +897,21 @@ ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_
 
 /* Binary32 or bfloat16 element `index` beyond the fast path's window, by (i), (h) or (g): 1
  * with its bits, 0 when the general path must decide. */
-ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_rounding dir,
-                                        const void *const *contributions, int count, size_t index,
-                                        uint64_t *bits_out)
+ENGINE_FUNCTION int engine_exact_beyond_window(reprod_type type, reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t index, uint64_t *bits_out)
 {
     double S, T;
     if (type != REPROD_FLOAT32 && type != REPROD_BFLOAT16) return 0;
     if (count >= 1) { /* (i) */
         uint32_t largest;
-        double s = engine_wide32_plain_sum(type, contributions, count, index, &largest);
-        if (engine_wide32_bounded(type, op, dir, s, largest, count))
-            return engine_wide32_finish(type, op, dir, s, 0.0, contributions, count, index,
-                                        bits_out);
+        double s = engine_bracket_plain_sum(type, contributions, count, index, &largest);
+        if (engine_bracket_decides(type, op, dir, s, largest, count))
+            return engine_float32_finish(type, op, dir, s, 0.0, contributions, count, index,
+                                         bits_out);
     }
-    if (!engine_wide32_sum(type, contributions, count, index, &S, &T)) return 0;
-    return engine_wide32_finish(type, op, dir, S, T, contributions, count, index, bits_out);
+    if (!engine_float32_exact_sum(type, contributions, count, index, &S, &T)) return 0;
+    return engine_float32_finish(type, op, dir, S, T, contributions, count, index, bits_out);
 }
 
 /* ---- One element, either path ----------------------------------------------------------- */
@@ -950,8 +948,8 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     int span_ok = engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window);
     if (type == REPROD_FLOAT64) {
         if (!engine_is_finite(s + t)) return 0;
-        if (!engine_fast_errors_exact(error_sum, min_nonzero_less_one) &&
-            !engine_fast_certified(s, t, error_sum, count, dir))
+        if (!engine_errors_exact(error_sum, min_nonzero_less_one) &&
+            !engine_rounding_certified(s, t, error_sum, count, dir))
             return 0;
         uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0, contributions,
                                                   count, index);
@@ -975,7 +973,7 @@ ENGINE_FUNCTION int engine_exact_tiers(reprod_type type, reprod_op op, reprod_ro
 {
     return engine_exact_fast(type, op, dir, contributions, count, index, bits_out) ||
            engine_exact_distilled(type, op, dir, contributions, count, index, bits_out) ||
-           engine_exact_wide32(type, op, dir, contributions, count, index, bits_out);
+           engine_exact_beyond_window(type, op, dir, contributions, count, index, bits_out);
 }
 
 /* Element `index` of the exact reduction: the bits of the rounded sum (or average) of

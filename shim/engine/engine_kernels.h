@@ -43,14 +43,16 @@ engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_
  * (h), (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
  * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
  * which a kernel's span check has found already. `sums`: NULL, or per lane the binary64 sum of
- * its terms in (i)'s order (engine_wide32_plain_sum: the even and the odd terms apart, from -0,
+ * its terms in (i)'s order (engine_bracket_plain_sum: the even and the odd terms apart, from -0,
  * then added), which a kernel has as its window's sums. One per kernel level
  * (engine_distill.c). */
-typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                              int count, size_t j, int lanes, uint32_t refused,
-                              const uint32_t *largest, const uint32_t *smallest, const double *sums,
-                              uint32_t *out, struct engine_accumulator *a, size_t *general);
-engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
+typedef void engine_beyond_window_fn(reprod_op op, reprod_rounding dir,
+                                     const void *const *contributions, int count, size_t j,
+                                     int lanes, uint32_t refused, const uint32_t *largest,
+                                     const uint32_t *smallest, const double *sums, uint32_t *out,
+                                     struct engine_accumulator *a, size_t *general);
+engine_beyond_window_fn engine_beyond_window_avx512, engine_beyond_window_avx2,
+    engine_beyond_window_generic;
 
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
  * smallest given for each, indexed from j), results written to `result` 16 at a time once
@@ -58,14 +60,14 @@ engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic
  * results, or bfloat16 ones from the _bfloat16_ versions (the binary32 tiers serve bfloat16:
  * every bfloat16 is a binary32; largest and smallest are then of the terms as binary32), for
  * the AVX2 kernel of the 16-bit types at either level. */
-typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
-                                    const void *const *contributions, int count, size_t j,
-                                    size_t length, const uint32_t *largest,
-                                    const uint32_t *smallest, void *result,
-                                    struct engine_accumulator *a, size_t *general);
-engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
-    engine_wide32_generic_chunk, engine_wide32_bfloat16_avx512_chunk,
-    engine_wide32_bfloat16_avx2_chunk;
+typedef void engine_beyond_window_chunk_fn(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count, size_t j,
+                                           size_t length, const uint32_t *largest,
+                                           const uint32_t *smallest, void *result,
+                                           struct engine_accumulator *a, size_t *general);
+engine_beyond_window_chunk_fn engine_beyond_window_chunk_avx512, engine_beyond_window_chunk_avx2,
+    engine_beyond_window_chunk_generic, engine_beyond_window_chunk_bfloat16_avx512,
+    engine_beyond_window_chunk_bfloat16_avx2;
 
 /* Whether a kernel prefetches its next block or chunk: with more than 16 contributions read a
  * block at a time the hardware's prefetcher loses track of the streams (N=64, 1 Mi elements
@@ -98,7 +100,7 @@ engine_exact_float64_kernel engine_exact_float64_avx2;
  * level; unused for binary16). */
 size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                const void *const *contributions, int count, size_t element_count,
-                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               uint16_t *result, engine_beyond_window_chunk_fn *wide_chunk,
                                struct engine_accumulator *a, size_t *general);
 
 /* The ordered fold of binary16 or bfloat16, AVX2 + F16C; returns how many elements it did
