@@ -5,6 +5,7 @@
  * intrinsics because the generic vector code has no unsigned 32-bit max/min and splits the
  * float-to-double conversions. Built on x86-64 only; -ffp-contract=off keeps FMAs out.
  */
+#include "engine/engine_float64_driver.h"
 #include "engine/engine_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -440,11 +441,126 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     return (uint32_t)bad_mask;
 }
 
-#define FLOAT64_KERNEL   engine_exact_float64_avx2
-#define FLOAT64_FUNCTION AVX2_FUNCTION
-#define FLOAT64_STATE    struct float64_quad
-#define FLOAT64_LANES    4
-#include "engine/engine_float64_driver.h"
+/* The block of 8 elements at j, tracking the minimum (struct float64_kernel's `tracked`). */
+AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_tracked(const struct float64_call *call, size_t j, double *errors, uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_quad x0, x1; /* not an array: they stay in registers */
+    float64_start(&x0, 1);
+    float64_start(&x1, 1);
+    float64_add(&x0, (const double *)contributions[0] + j, NULL, 1);
+    float64_add(&x1, (const double *)contributions[0] + j + 4, NULL, 1);
+    struct float64_second y0, y1;
+    float64_second_start(&y0);
+    float64_second_start(&y1);
+    if (errors) { /* the first pass's output kept, the second pass run alongside */
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+            float64_second_add(&y0, float64_add(&x0, p, slot, 1));
+            float64_second_add(&y1, float64_add(&x1, p + 4, slot + 4, 1));
+        }
+        float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+        float64_second_add(&y1, x1.s);
+        double *top = errors + (size_t)(call->count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+        memcpy(top, &x0.s, sizeof x0.s);
+        memcpy(top + 4, &x1.s, sizeof x1.s);
+    } else {
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            float64_add(&x0, p, NULL, 1);
+            float64_add(&x1, p + 4, NULL, 1);
+        }
+    }
+    const struct float64_quad x[2] = {x0, x1};
+    const struct float64_second y[2] = {y0, y1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, x, call->result,
+                          call->a, call->general, errors, y, 1, proved);
+}
+
+/* The block of 8 elements at j without the minimum (struct float64_kernel's `untracked`): when
+ * some lane is refused, the minimum is found after all and the block finished again, so that
+ * the exact-errors test decides as in a tracked block. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_untracked(const struct float64_call *call, size_t j, int *tracked_after_all,
+                        uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_quad x0, x1;
+    float64_start(&x0, 0);
+    float64_start(&x1, 0);
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_add(&x0, p, NULL, 0);
+        float64_add(&x1, p + 4, NULL, 0);
+    }
+    const struct float64_quad x[2] = {x0, x1};
+    uint32_t refused = float64_finish(call->op, call->dir, contributions, call->count, j, x,
+                                      call->result, call->a, call->general, NULL, NULL, 0, proved);
+    if (refused != FLOAT64_TRACK_FIRST) return refused;
+    *tracked_after_all = 1;
+    struct float64_quad fresh;
+    float64_start(&fresh, 1);
+    x0.min = x1.min = fresh.min;
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_track(&x0, p);
+        float64_track(&x1, p + 4);
+    }
+    const struct float64_quad tracked_x[2] = {x0, x1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, tracked_x,
+                          call->result, call->a, call->general, NULL, NULL, 1, proved);
+}
+
+/* Elements [j, j + length) with many contributions (struct float64_kernel's `streamed`): the
+ * states of their vectors stay in L1 while FLOAT64_GROUP contributions at a time stream
+ * through them. */
+AVX2_FUNCTION static void float64_streamed(const struct float64_call *call, size_t j, size_t length,
+                                           int far)
+{
+    struct float64_quad x[FLOAT64_BLOCK / 4];
+    const int vectors = (int)(length / 4), count = call->count;
+    for (int v = 0; v < vectors; v++)
+        float64_start(&x[v], 1);
+    for (int k = 0; k < count; k += FLOAT64_GROUP) {
+        int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+        for (int v = 0; v < vectors; v++) {
+            struct float64_quad y = x[v];
+            for (int g = 0; g < group; g++) {
+                const double *p = (const double *)call->contributions[k + g] + j + 4 * (size_t)v;
+                if (far && (v & 1) == 0) engine_prefetch_ahead(p, FLOAT64_BLOCK * sizeof(double));
+                float64_add(&y, p, NULL, 1);
+            }
+            x[v] = y;
+        }
+    }
+    for (int v = 0; v < vectors; v += 2) {
+        uint32_t proved;
+        float64_finish(call->op, call->dir, call->contributions, count, j + 4 * (size_t)v, &x[v],
+                       call->result, call->a, call->general, NULL, NULL, 1, &proved);
+    }
+}
+
+static const struct float64_kernel float64_kernel = {
+    .block = 8,
+    .direct = FLOAT64_DIRECT,
+    .stream_block = FLOAT64_BLOCK,
+    .tracked = float64_block_tracked,
+    .untracked = float64_block_untracked,
+    .streamed = float64_streamed,
+};
+
+/* Exact binary64: the cascade over blocks of 8 elements (engine_float64_driver.h). */
+AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t element_count, double *result,
+                                               struct engine_accumulator *a, size_t *general)
+{
+    const struct float64_call call = {op,     dir, contributions, count, element_count,
+                                      result, a,   general};
+    return engine_float64_drive(&float64_kernel, &call);
+}
 
 #else /* not x86-64: no AVX2 kernels */
 

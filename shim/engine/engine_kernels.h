@@ -86,11 +86,6 @@ static inline void engine_prefetch_ahead(const void *p, size_t bytes)
     __builtin_prefetch((const void *)((uintptr_t)p + bytes), 0, 2);
 }
 
-/* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
- * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
- * minimum and finishes the block again. */
-#define FLOAT64_TRACK_FIRST UINT32_MAX
-
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;
