@@ -267,16 +267,23 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
             VSTORE(error_sum_lane + 2 * v, error_sum[v]);
             VSTORE(min_lane + 2 * v, min[v]);
         }
-        int fast[8], all_plain = 1;
+        engine_mask fast[8], proved = -1, plain = -1;
         double sum[8];
+        for (int lane = 0; lane < 8; lane++) { /* branch-free loops: vector code */
+            fast[lane] = engine_errors_exact(error_sum_lane[lane], min_lane[lane]);
+            proved &= fast[lane];
+        }
+        if (!proved) /* the certificate only where it can help (like the AVX kernels) */
+            for (int lane = 0; lane < 8; lane++)
+                fast[lane] |= engine_rounding_certified(s_lane[lane], t_lane[lane],
+                                                        error_sum_lane[lane], count, dir);
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
-            fast[lane] = engine_is_finite(sum[lane]) &&
-                         (engine_errors_exact(error_sum_lane[lane], min_lane[lane]) ||
-                          engine_rounding_certified(s_lane[lane], t_lane[lane],
-                                                    error_sum_lane[lane], count, dir));
-            all_plain &= fast[lane] && sum[lane] != 0;
+            fast[lane] &= engine_mask_finite(sum[lane]);
+            plain &=
+                fast[lane] & ~engine_mask_zero(engine_signed_bits(sum[lane]) & ENGINE_MAGNITUDE);
         }
+        int all_plain = plain != 0;
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {
             memcpy(result + j, sum, sizeof sum); /* RN(s + t) is the nearest rounding */
             continue;
