@@ -112,6 +112,16 @@ ENGINE_FUNCTION uint64_t engine_zero_bits(const struct engine_format *f, reprod_
 
 typedef int64_t engine_mask; /* -1 or 0 */
 
+/* Unroll the next loop completely where its trip count is known when compiled (a lane loop of
+ * the host kernels vectorises only with no loop left inside it). */
+#if defined(__CUDACC__) || defined(__clang__)
+#define ENGINE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define ENGINE_UNROLL _Pragma("GCC unroll 8")
+#else
+#define ENGINE_UNROLL
+#endif
+
 /* The bits of a double as a signed integer, and back. */
 ENGINE_FUNCTION int64_t engine_signed_bits(double x)
 {
@@ -455,9 +465,9 @@ ENGINE_FUNCTION engine_mask engine_errors_exact(double error_sum, uint64_t min_n
  * exponent field (at least 1: subnormals are multiples of 2^-149), and 2^52 u = 2^(f - 98) is
  * the double of field f + 925. */
 ENGINE_FUNCTION engine_mask engine_errors_exact_float32(double error_sum,
-                                                        uint32_t min_nonzero_less_one)
+                                                        int64_t min_nonzero_less_one)
 {
-    int64_t field = (int64_t)(((min_nonzero_less_one + 1) & 0x7fffffffu) >> 23);
+    int64_t field = ((min_nonzero_less_one + 1) & 0x7fffffff) >> 23;
     field |= engine_mask_zero(field) & 1; /* at least 1 */
     return ~engine_mask_above(engine_signed_bits(error_sum), (field + 925) << 52);
 }
@@ -812,7 +822,7 @@ ENGINE_FUNCTION int engine_split_limit(reprod_type type, int count, int levels)
 /* The split's parameters for N = count terms of the type (binary32 or bfloat16), the same for
  * every element. */
 struct engine_split_rule {
-    int64_t limit[ENGINE_SPLIT_LEVELS + 1]; /* limit[k]: engine_split_limit of k levels (k >= 1) */
+    int32_t limit[ENGINE_SPLIT_LEVELS + 1]; /* limit[k]: engine_split_limit of k levels (k >= 1) */
     int64_t log2_count;                     /* L = ceil(log2 N) */
     double step;                            /* 2^(L - 53): one level's sigma over the one before */
 };
@@ -832,22 +842,28 @@ ENGINE_FUNCTION struct engine_split_rule engine_split_rule_of(reprod_type type, 
  * -1 when every term is zero), from their largest binary32 magnitude bits and their smallest
  * nonzero magnitude bits minus one (zeros: all ones); beyond every limit (4096 more) when a term
  * is infinite or NaN. */
-ENGINE_FUNCTION int64_t engine_split_span(uint32_t largest, uint32_t smallest_less_one)
+ENGINE_FUNCTION int32_t engine_split_span(int32_t largest, int32_t smallest_less_one)
 {
-    int64_t field_max = (int64_t)(largest >> 23);
-    int64_t field_min = (int64_t)(((smallest_less_one + 1) & 0x7fffffffu) >> 23);
-    field_min |= engine_mask_zero(field_min) & 1;                 /* at least 1 */
-    engine_mask infinite = engine_mask_negative(254 - field_max); /* field 255 */
-    return field_max - field_min + (infinite & 4096);
+    int32_t field_max = largest >> 23;
+    int32_t field_min = (int32_t)(((uint32_t)smallest_less_one + 1) & 0x7fffffffu) >> 23;
+    field_min = field_min > 1 ? field_min : 1;
+    return field_max - field_min + (field_max > 254 ? 4096 : 0); /* field 255: inf, NaN */
+}
+
+/* Whether a span fits the limit of `levels` levels. */
+ENGINE_FUNCTION int32_t engine_split_fits(const struct engine_split_rule *rule, int32_t span,
+                                          int levels)
+{
+    return span <= rule->limit[levels] ? -1 : 0;
 }
 
 /* The levels the split takes for a span: the fewest whose limit it fits, 0 when none does. */
-ENGINE_FUNCTION int64_t engine_split_levels_for(const struct engine_split_rule *rule, int64_t span)
+ENGINE_FUNCTION int32_t engine_split_levels_for(const struct engine_split_rule *rule, int32_t span)
 {
-    int64_t levels = 1;
+    int32_t levels = 1;
     for (int k = 1; k < ENGINE_SPLIT_LEVELS; k++)
-        levels -= engine_mask_above(span, rule->limit[k]); /* one more beyond each limit */
-    return levels & ~engine_mask_above(span, rule->limit[ENGINE_SPLIT_LEVELS]);
+        levels += 1 + engine_split_fits(rule, span, k); /* one more beyond each limit */
+    return levels & engine_split_fits(rule, span, ENGINE_SPLIT_LEVELS);
 }
 
 /* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
@@ -856,14 +872,14 @@ ENGINE_FUNCTION int64_t engine_split_levels_for(const struct engine_split_rule *
 ENGINE_FUNCTION int engine_split_levels(reprod_type type, uint32_t high, uint32_t low, int count)
 {
     struct engine_split_rule rule = engine_split_rule_of(type, count);
-    return (int)engine_split_levels_for(&rule, engine_split_span(high, low));
+    return engine_split_levels_for(&rule, engine_split_span((int32_t)high, (int32_t)low));
 }
 
 /* sigma = 2^(e + L) of (h)'s first level from the largest magnitude bits (e = F - 126, F at
  * least 1); each level's is 2^(L - 53) times the one before. */
-ENGINE_FUNCTION double engine_split_sigma(const struct engine_split_rule *rule, uint32_t high)
+ENGINE_FUNCTION double engine_split_sigma(const struct engine_split_rule *rule, int64_t high)
 {
-    int64_t field = (int64_t)(high >> 23);
+    int64_t field = high >> 23;
     field |= engine_mask_zero(field) & 1; /* at least 1 */
     return engine_from_signed_bits((field - 126 + rule->log2_count + 1023) << 52);
 }
@@ -910,7 +926,8 @@ ENGINE_FUNCTION engine_mask engine_split_chain(const double *hi, int levels, dou
                                                double *S_out, double *T_out)
 {
     double s = lo, w = 0.0, D = 0.0, e = 0.0;
-    for (int i = levels - 1; i >= 0; i--) {
+    ENGINE_UNROLL for (int i = levels - 1; i >= 0; i--)
+    {
         engine_two_sum(hi[i], s, &s, &e);
         if (i > 0 && i == levels - 1) {
             w = e; /* the first error: w + e exact */
@@ -1073,9 +1090,9 @@ ENGINE_FUNCTION struct engine_bracket_rule engine_bracket_rule_of(reprod_type ty
 /* The bracket [lo, hi] = [fl(s - B), fl(s + B)] around the plain sum s of an element whose
  * terms' largest binary32 magnitude bits are `largest`. */
 ENGINE_FUNCTION void engine_bracket_ends(const struct engine_bracket_rule *rule, double s,
-                                         uint32_t largest, double *lo, double *hi)
+                                         int64_t largest, double *lo, double *hi)
 {
-    int64_t field = (int64_t)(largest >> 23);
+    int64_t field = largest >> 23;
     field |= engine_mask_zero(field) & 1; /* at least 1 */
     double bound = engine_from_signed_bits((field + rule->bias) << 52);
     *lo = s - bound;
