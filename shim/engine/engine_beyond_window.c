@@ -90,8 +90,9 @@ ALWAYS_INLINE uint32_t bracket_lanes(const struct lanes_shape *shape,
     _Pragma("GCC unroll 2") for (int g = 0; g < shape->groups; g++)
     {
         distill_mask high = lanes_widen_bits(shape->level, largest[g]);
-        bracketed[g] = op == REPROD_AVG ? lanes_bracket_decides(rule, 1, count, s[g], high)
-                                        : lanes_bracket_decides(rule, 0, count, s[g], high);
+        bracketed[g] = op == REPROD_AVG
+                           ? lanes_bracket_decides(shape->level, rule, 1, count, s[g], high)
+                           : lanes_bracket_decides(shape->level, rule, 0, count, s[g], high);
         bracketed[g] &= open[g];
         decided |= distill_bits_at(shape->level, &bracketed[g]) << (DISTILL_WIDTH * g);
     }
@@ -314,13 +315,15 @@ ALWAYS_INLINE uint32_t split_lanes(const struct lanes_shape *shape,
     uint32_t split = 0, deeper = 0;
     _Pragma("GCC unroll 2") for (int g = 0; g < shape->groups; g++)
     {
-        wide32_int span32, one32 = lanes_split_plan(rule, largest[g], smallest[g], &span32);
+        wide32_int span32,
+            one32 = lanes_split_plan(shape->level, rule, largest[g], smallest[g], &span32);
         wide32_int several32 = ~one32 & ((span32 - 4096) >> 31); /* finite terms, not one */
         distill_mask one, several;
         distill_widen(shape->level, &one32, &one);
         distill_widen(shape->level, &several32, &several);
         distill_widen(shape->level, &span32, &span[g]);
-        sigma[g] = lanes_split_sigma(rule, lanes_widen_bits(shape->level, largest[g]));
+        sigma[g] =
+            lanes_split_sigma(shape->level, rule, lanes_widen_bits(shape->level, largest[g]));
         fits[g] = one & open[g];
         several &= open[g];
         split |= distill_bits_at(shape->level, &fits[g]) << (DISTILL_WIDTH * g);
@@ -389,9 +392,10 @@ ALWAYS_INLINE void beyond_try_cascade(const struct lanes_shape *shape, struct be
         _Pragma("GCC unroll 2") for (int g = 0; g < shape->groups; g++)
         {
             distill_mask exact =
-                pass == 0 ? lanes_errors_exact_float32(
-                                error_sum[g], lanes_widen_bits(shape->level, b->smallest[g]))
-                          : lanes_errors_exact(error_sum[g], lanes_errors_low(v, count, g));
+                pass == 0
+                    ? lanes_errors_exact_float32(shape->level, error_sum[g],
+                                                 lanes_widen_bits(shape->level, b->smallest[g]))
+                    : lanes_errors_exact(shape->level, error_sum[g], lanes_errors_low(v, count, g));
             distill_vector S, T;
             distill_mask decided =
                 lanes_cascade_decided(s[g], t[g], error_sum[g], count, exact, &S, &T) & b->open[g];
@@ -411,7 +415,7 @@ ALWAYS_INLINE void beyond_try_cascade(const struct lanes_shape *shape, struct be
 ALWAYS_INLINE void round_nearest_float32(const int level, distill_vector S, const distill_vector *T,
                                          wide32_floats *rounded, distill_mask *nonzero)
 {
-    distill_vector odd = T ? lanes_round_to_odd(S, *T) : S;
+    distill_vector odd = T ? lanes_round_to_odd(level, S, *T) : S;
     distill_to_floats(level, &odd, rounded);
     *nonzero = ~((((distill_mask)S & ENGINE_MAGNITUDE) - 1) >> 63);
 }
@@ -423,7 +427,7 @@ ALWAYS_INLINE void round_nearest_bfloat16(const int level, distill_vector S,
                                           const distill_vector *T, wide32_int *rounded,
                                           distill_mask *normal)
 {
-    distill_vector odd = T ? lanes_round_to_odd(S, *T) : S;
+    distill_vector odd = T ? lanes_round_to_odd(level, S, *T) : S;
     distill_mask bits = lanes_bfloat16_nearest(odd, normal);
     distill_narrow(level, &bits, rounded);
 }

@@ -32,15 +32,18 @@ ALWAYS_INLINE distill_mask distill_midpoint(distill_vector (*v)[DISTILL_GROUPS],
  * the distilled terms v: the lanes it decides, in engine_distill_element's order (the certified
  * rounding; the exact-errors test on the errors the pass left; the midpoint rule), with their
  * (s, t) into *s_done, *t_done. The later tests run only when a lane is still open. */
-ALWAYS_INLINE distill_mask distill_judge(distill_vector (*v)[DISTILL_GROUPS], int count, int g,
-                                         reprod_rounding dir, distill_vector s, distill_vector t,
-                                         distill_vector error_sum, distill_mask open,
-                                         distill_vector *s_done, distill_vector *t_done)
+ALWAYS_INLINE distill_mask distill_judge(const int level, distill_vector (*v)[DISTILL_GROUPS],
+                                         int count, int g, reprod_rounding dir, distill_vector s,
+                                         distill_vector t, distill_vector error_sum,
+                                         distill_mask open, distill_vector *s_done,
+                                         distill_vector *t_done)
 {
-    const distill_mask finite = lanes_finite(s + t);
-    distill_mask decided = lanes_rounding_certified(s, t, error_sum, count, dir) & finite & open;
+    const distill_mask finite = lanes_finite(level, s + t);
+    distill_mask decided =
+        lanes_rounding_certified(level, s, t, error_sum, count, dir) & finite & open;
     if (distill_bits(&open) != distill_bits(&decided)) {
-        decided |= lanes_errors_exact(error_sum, lanes_errors_low(v, count, g)) & finite & open;
+        decided |=
+            lanes_errors_exact(level, error_sum, lanes_errors_low(v, count, g)) & finite & open;
         if (distill_bits(&open) != distill_bits(&decided) && count >= 3) {
             distill_vector s_tie, t_tie;
             distill_mask tie = distill_midpoint(v, count, g, &s_tie, &t_tie) & finite & open;
@@ -58,10 +61,10 @@ ALWAYS_INLINE distill_mask distill_judge(distill_vector (*v)[DISTILL_GROUPS], in
 /* The tier for `groups` vectors of lanes from element j (a literal at each use, so the loops
  * over them unroll into independent chains that hide the adders' latency): the lanes in
  * `refused` get their bits in out[lane], by the tier or the general path. */
-ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                                int count, size_t j, const int groups, uint32_t refused,
-                                double *prepared, uint64_t *out, struct engine_accumulator *a,
-                                size_t *general)
+ALWAYS_INLINE void distill_body(const int level, reprod_op op, reprod_rounding dir,
+                                const void *const *contributions, int count, size_t j,
+                                const int groups, uint32_t refused, double *prepared, uint64_t *out,
+                                struct engine_accumulator *a, size_t *general)
 {
     uint32_t undecided = refused;
     distill_vector s_done[DISTILL_GROUPS], t_done[DISTILL_GROUPS];
@@ -85,8 +88,8 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
             undecided = 0;
             _Pragma("GCC unroll 2") for (int g = 0; g < groups; g++)
             {
-                open[g] &= ~distill_judge(v, count, g, dir, s[g], t[g], error_sum[g], open[g],
-                                          &s_done[g], &t_done[g]);
+                open[g] &= ~distill_judge(level, v, count, g, dir, s[g], t[g], error_sum[g],
+                                          open[g], &s_done[g], &t_done[g]);
                 undecided |= distill_bits(&open[g]) << (DISTILL_WIDTH * g);
             }
         }
@@ -120,18 +123,19 @@ ALWAYS_INLINE void distill_body(reprod_op op, reprod_rounding dir, const void *c
 
 /* engine_distill_float64_fn for any level: two groups when both halves of 16 lanes have refused
  * lanes, else the one group that has. */
-ALWAYS_INLINE void distill_float64(reprod_op op, reprod_rounding dir,
+ALWAYS_INLINE void distill_float64(const int level, reprod_op op, reprod_rounding dir,
                                    const void *const *contributions, int count, size_t j, int lanes,
                                    uint32_t refused, double *prepared, uint64_t *out,
                                    struct engine_accumulator *a, size_t *general)
 {
     if (lanes == 16 && (refused & 0xff) && (refused >> 8))
-        distill_body(op, dir, contributions, count, j, 2, refused, prepared, out, a, general);
+        distill_body(level, op, dir, contributions, count, j, 2, refused, prepared, out, a,
+                     general);
     else if (lanes == 8 || (refused & 0xff)) /* one vector's lanes: one group */
-        distill_body(op, dir, contributions, count, j, 1, refused & 0xff, prepared, out, a,
+        distill_body(level, op, dir, contributions, count, j, 1, refused & 0xff, prepared, out, a,
                      general);
     else
-        distill_body(op, dir, contributions, count, j + 8, 1, refused >> 8,
+        distill_body(level, op, dir, contributions, count, j + 8, 1, refused >> 8,
                      prepared ? prepared + 8 : NULL, out + 8, a, general);
 }
 
@@ -141,7 +145,8 @@ DISTILL_AVX512 void engine_distill_float64_avx512(reprod_op op, reprod_rounding 
                                                   double *prepared, uint64_t *out,
                                                   struct engine_accumulator *a, size_t *general)
 {
-    distill_float64(op, dir, contributions, count, j, lanes, refused, prepared, out, a, general);
+    distill_float64(LEVEL_AVX512, op, dir, contributions, count, j, lanes, refused, prepared, out,
+                    a, general);
 }
 
 DISTILL_AVX2 void engine_distill_float64_avx2(reprod_op op, reprod_rounding dir,
@@ -150,7 +155,8 @@ DISTILL_AVX2 void engine_distill_float64_avx2(reprod_op op, reprod_rounding dir,
                                               uint64_t *out, struct engine_accumulator *a,
                                               size_t *general)
 {
-    distill_float64(op, dir, contributions, count, j, lanes, refused, prepared, out, a, general);
+    distill_float64(LEVEL_AVX2, op, dir, contributions, count, j, lanes, refused, prepared, out, a,
+                    general);
 }
 
 void engine_distill_float64_generic(reprod_op op, reprod_rounding dir,
@@ -158,5 +164,6 @@ void engine_distill_float64_generic(reprod_op op, reprod_rounding dir,
                                     int lanes, uint32_t refused, double *prepared, uint64_t *out,
                                     struct engine_accumulator *a, size_t *general)
 {
-    distill_float64(op, dir, contributions, count, j, lanes, refused, prepared, out, a, general);
+    distill_float64(LEVEL_GENERIC, op, dir, contributions, count, j, lanes, refused, prepared, out,
+                    a, general);
 }

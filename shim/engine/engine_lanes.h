@@ -421,70 +421,96 @@ ALWAYS_INLINE distill_mask lanes_widen_bits(const int level, wide32_bits bits)
     return wide;
 }
 
+/* Each helper below has two forms of one loop: at the AVX2 and AVX-512 levels over the lanes of
+ * the vectors themselves, unrolled, which the compiler packs back into vector instructions
+ * without leaving registers; at the generic level (SSE2, which lacks 64-bit compares) over
+ * arrays, which its loop vectoriser handles. */
+
 /* engine_rounding_certified: (d). */
-ALWAYS_INLINE distill_mask lanes_rounding_certified(distill_vector s, distill_vector t,
-                                                    distill_vector error_sum, int count,
-                                                    reprod_rounding dir)
+ALWAYS_INLINE distill_mask lanes_rounding_certified(const int level, distill_vector s,
+                                                    distill_vector t, distill_vector error_sum,
+                                                    int count, reprod_rounding dir)
 {
+    distill_mask certified;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++) certified[lane] =
+            engine_rounding_certified(s[lane], t[lane], error_sum[lane], count, dir);
+        return certified;
+    }
     double s_[DISTILL_WIDTH], t_[DISTILL_WIDTH], error_sum_[DISTILL_WIDTH];
-    int64_t certified[DISTILL_WIDTH];
+    int64_t certified_[DISTILL_WIDTH];
     memcpy(s_, &s, sizeof s_);
     memcpy(t_, &t, sizeof t_);
     memcpy(error_sum_, &error_sum, sizeof error_sum_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
-        certified[lane] =
+        certified_[lane] =
             engine_rounding_certified(s_[lane], t_[lane], error_sum_[lane], count, dir);
-    distill_mask mask;
-    memcpy(&mask, certified, sizeof mask);
-    return mask;
+    memcpy(&certified, certified_, sizeof certified);
+    return certified;
 }
 
 /* engine_mask_finite. */
-ALWAYS_INLINE distill_mask lanes_finite(distill_vector x)
+ALWAYS_INLINE distill_mask lanes_finite(const int level, distill_vector x)
 {
+    distill_mask finite;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++) finite[lane] =
+            engine_mask_finite(x[lane]);
+        return finite;
+    }
     double x_[DISTILL_WIDTH];
-    int64_t finite[DISTILL_WIDTH];
+    int64_t finite_[DISTILL_WIDTH];
     memcpy(x_, &x, sizeof x_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
-        finite[lane] = engine_mask_finite(x_[lane]);
-    distill_mask mask;
-    memcpy(&mask, finite, sizeof mask);
-    return mask;
+        finite_[lane] = engine_mask_finite(x_[lane]);
+    memcpy(&finite, finite_, sizeof finite);
+    return finite;
 }
 
 /* engine_errors_exact: (c') from the running minimum `low` of binary64 terms or errors. */
-ALWAYS_INLINE distill_mask lanes_errors_exact(distill_vector error_sum, distill_mask low)
+ALWAYS_INLINE distill_mask lanes_errors_exact(const int level, distill_vector error_sum,
+                                              distill_mask low)
 {
+    distill_mask exact;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++) exact[lane] =
+            engine_errors_exact(error_sum[lane], (uint64_t)low[lane]);
+        return exact;
+    }
     double error_sum_[DISTILL_WIDTH];
     uint64_t low_[DISTILL_WIDTH];
-    int64_t exact[DISTILL_WIDTH];
+    int64_t exact_[DISTILL_WIDTH];
     memcpy(error_sum_, &error_sum, sizeof error_sum_);
     memcpy(low_, &low, sizeof low_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
-        exact[lane] = engine_errors_exact(error_sum_[lane], low_[lane]);
-    distill_mask mask;
-    memcpy(&mask, exact, sizeof mask);
-    return mask;
+        exact_[lane] = engine_errors_exact(error_sum_[lane], low_[lane]);
+    memcpy(&exact, exact_, sizeof exact);
+    return exact;
 }
 
 /* engine_errors_exact_float32: (c') from binary32 terms' smallest nonzero magnitude bits minus
  * one (lanes_widen_bits). */
-ALWAYS_INLINE distill_mask lanes_errors_exact_float32(distill_vector error_sum,
+ALWAYS_INLINE distill_mask lanes_errors_exact_float32(const int level, distill_vector error_sum,
                                                       distill_mask smallest)
 {
+    distill_mask exact;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++) exact[lane] =
+            engine_errors_exact_float32(error_sum[lane], smallest[lane]);
+        return exact;
+    }
     double error_sum_[DISTILL_WIDTH];
-    int64_t smallest_[DISTILL_WIDTH], exact[DISTILL_WIDTH];
+    int64_t smallest_[DISTILL_WIDTH], exact_[DISTILL_WIDTH];
     memcpy(error_sum_, &error_sum, sizeof error_sum_);
     memcpy(smallest_, &smallest, sizeof smallest_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
-        exact[lane] = engine_errors_exact_float32(error_sum_[lane], smallest_[lane]);
-    distill_mask mask;
-    memcpy(&mask, exact, sizeof mask);
-    return mask;
+        exact_[lane] = engine_errors_exact_float32(error_sum_[lane], smallest_[lane]);
+    memcpy(&exact, exact_, sizeof exact);
+    return exact;
 }
 
 /* engine_midpoint: (f), from the distilled expansion's top two terms and the sums of the rest;
- * (s, t) where it applies. */
+ * (s, t) where it applies. Through arrays at every level (two results a lane). */
 ALWAYS_INLINE distill_mask lanes_midpoint(distill_vector top, distill_vector c, distill_vector rest,
                                           distill_vector rest_abs, int count, distill_vector *s,
                                           distill_vector *t)
@@ -506,7 +532,8 @@ ALWAYS_INLINE distill_mask lanes_midpoint(distill_vector top, distill_vector c, 
     return mask;
 }
 
-/* engine_cascade_decided: (g)'s verdict on a pass; *S, *T its exact sum. */
+/* engine_cascade_decided: (g)'s verdict on a pass; *S, *T its exact sum. Through arrays at
+ * every level (three results a lane). */
 ALWAYS_INLINE distill_mask lanes_cascade_decided(distill_vector s, distill_vector t,
                                                  distill_vector error_sum, int count,
                                                  distill_mask exact, distill_vector *S,
@@ -532,12 +559,27 @@ ALWAYS_INLINE distill_mask lanes_cascade_decided(distill_vector s, distill_vecto
 /* engine_bracket_decides on plain sums s whose terms' largest magnitude bits are `largest`
  * (lanes_widen_bits): the bracket's ends, divided by N = count when `average` (a literal at
  * each use), and whether they round alike. */
-ALWAYS_INLINE distill_mask lanes_bracket_decides(const struct engine_bracket_rule *rule,
+ALWAYS_INLINE distill_mask lanes_bracket_decides(const int level,
+                                                 const struct engine_bracket_rule *rule,
                                                  const int average, int count, distill_vector s,
                                                  distill_mask largest)
 {
+    distill_mask alike;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++)
+        {
+            double lo, hi;
+            engine_bracket_ends(rule, s[lane], largest[lane], &lo, &hi);
+            if (average) {
+                lo /= count;
+                hi /= count;
+            }
+            alike[lane] = engine_bracket_rounds_alike(rule, lo, hi);
+        }
+        return alike;
+    }
     double s_[DISTILL_WIDTH];
-    int64_t largest_[DISTILL_WIDTH], alike[DISTILL_WIDTH];
+    int64_t largest_[DISTILL_WIDTH], alike_[DISTILL_WIDTH];
     memcpy(s_, &s, sizeof s_);
     memcpy(largest_, &largest, sizeof largest_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++) {
@@ -547,19 +589,21 @@ ALWAYS_INLINE distill_mask lanes_bracket_decides(const struct engine_bracket_rul
             lo /= count;
             hi /= count;
         }
-        alike[lane] = engine_bracket_rounds_alike(rule, lo, hi);
+        alike_[lane] = engine_bracket_rounds_alike(rule, lo, hi);
     }
-    distill_mask mask;
-    memcpy(&mask, alike, sizeof mask);
-    return mask;
+    memcpy(&alike, alike_, sizeof alike);
+    return alike;
 }
 
 /* (h)'s plan per lane, from the terms' largest magnitude bits and smallest nonzero ones minus
  * one, in 32-bit lanes (as wide as the values): the span of its terms (engine_split_span), and
  * whether one level takes it (engine_split_fits). */
-ALWAYS_INLINE wide32_int lanes_split_plan(const struct engine_split_rule *rule, wide32_bits largest,
-                                          wide32_bits smallest, wide32_int *span)
+ALWAYS_INLINE wide32_int lanes_split_plan(const int level, const struct engine_split_rule *rule,
+                                          wide32_bits largest, wide32_bits smallest,
+                                          wide32_int *span)
 {
+    wide32_int one;
+    (void)level; /* through arrays at every level: faster there at AVX-512 */
     int32_t largest_[DISTILL_WIDTH], smallest_[DISTILL_WIDTH];
     int32_t span_[DISTILL_WIDTH], one_[DISTILL_WIDTH];
     memcpy(largest_, &largest, sizeof largest_);
@@ -569,22 +613,23 @@ ALWAYS_INLINE wide32_int lanes_split_plan(const struct engine_split_rule *rule, 
         one_[lane] = engine_split_fits(rule, span_[lane], 1);
     }
     memcpy(span, span_, sizeof *span);
-    wide32_int one;
     memcpy(&one, one_, sizeof one);
     return one;
 }
 
 /* engine_split_sigma: the first level's sigma from the largest magnitude bits
  * (lanes_widen_bits). */
-ALWAYS_INLINE distill_vector lanes_split_sigma(const struct engine_split_rule *rule,
+ALWAYS_INLINE distill_vector lanes_split_sigma(const int level,
+                                               const struct engine_split_rule *rule,
                                                distill_mask largest)
 {
+    distill_vector sigma;
+    (void)level; /* through arrays at every level: faster there at AVX-512 */
     int64_t largest_[DISTILL_WIDTH];
     double sigma_[DISTILL_WIDTH];
     memcpy(largest_, &largest, sizeof largest_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
         sigma_[lane] = engine_split_sigma(rule, largest_[lane]);
-    distill_vector sigma;
     memcpy(&sigma, sigma_, sizeof sigma);
     return sigma;
 }
@@ -619,7 +664,7 @@ ALWAYS_INLINE distill_vector lanes_split_next_sigma(const struct engine_split_ru
 }
 
 /* engine_split_chain over `levels` accumulators hi[0..levels-1][g] and lo: S + T, and where
- * the chain tells. */
+ * the chain tells (through arrays at every level: three results a lane). */
 ALWAYS_INLINE distill_mask lanes_split_chain(distill_vector (*hi)[DISTILL_GROUPS], const int levels,
                                              int g, distill_vector lo, distill_vector *S,
                                              distill_vector *T)
@@ -643,20 +688,25 @@ ALWAYS_INLINE distill_mask lanes_split_chain(distill_vector (*hi)[DISTILL_GROUPS
 }
 
 /* engine_round_to_odd. */
-ALWAYS_INLINE distill_vector lanes_round_to_odd(distill_vector S, distill_vector T)
+ALWAYS_INLINE distill_vector lanes_round_to_odd(const int level, distill_vector S, distill_vector T)
 {
+    distill_vector odd;
+    if (level != LEVEL_GENERIC) {
+        _Pragma("GCC unroll 8") for (int lane = 0; lane < DISTILL_WIDTH; lane++) odd[lane] =
+            engine_round_to_odd(S[lane], T[lane]);
+        return odd;
+    }
     double S_[DISTILL_WIDTH], T_[DISTILL_WIDTH], odd_[DISTILL_WIDTH];
     memcpy(S_, &S, sizeof S_);
     memcpy(T_, &T, sizeof T_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
         odd_[lane] = engine_round_to_odd(S_[lane], T_[lane]);
-    distill_vector odd;
     memcpy(&odd, odd_, sizeof odd);
     return odd;
 }
 
 /* engine_bfloat16_nearest: the bfloat16 bits of doubles rounded to odd; *normal where they are
- * normal. */
+ * normal (through arrays at every level: two results a lane). */
 ALWAYS_INLINE distill_mask lanes_bfloat16_nearest(distill_vector odd, distill_mask *normal)
 {
     double odd_[DISTILL_WIDTH];
