@@ -112,11 +112,12 @@ ENGINE_FUNCTION uint64_t engine_zero_bits(const struct engine_format *f, reprod_
 
 typedef int64_t engine_mask; /* -1 or 0 */
 
-/* Unroll the next loop completely where its trip count is known when compiled (a lane loop of
- * the host kernels vectorises only with no loop left inside it). */
-#if defined(__CUDACC__) || defined(__clang__)
+/* Unroll the next loop completely where its trip count is known when compiled: GCC vectorises a
+ * lane loop of the host kernels only with no loop left inside it (clang needs no hint, and would
+ * warn where the count is not known). */
+#if defined(__CUDACC__)
 #define ENGINE_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && !defined(__clang__)
 #define ENGINE_UNROLL _Pragma("GCC unroll 8")
 #else
 #define ENGINE_UNROLL

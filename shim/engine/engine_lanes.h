@@ -24,7 +24,7 @@
 
 /* Vectors pass by value between the functions below, all of them inlined: no call, so no ABI
  * for GCC to warn about (-Wpsabi: a 64-byte vector is passed differently with AVX-512). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
