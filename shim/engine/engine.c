@@ -226,9 +226,10 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
 }
 
 /* Exact binary64 sums (and averages engine_fast_double_serves), 8 elements per block in four
- * vectors of 2: the TwoSum cascade lane-wise, judged by engine_inner.h (c') and (d). For (c')
- * the min of (the bits of |x|) - 1, compared as doubles: for a zero that is a NaN, which the
- * compare mask ignores. Infinities, NaNs and overflow show as a non-finite s + t. */
+ * vectors of 2: the TwoSum cascade lane-wise, judged by the exact-errors test and the certified
+ * rounding (engine_inner.h). For the exact-errors test the min of (the bits of |x|) - 1, compared
+ * as doubles: for a zero that is a NaN, which the compare mask ignores. Infinities, NaNs and
+ * overflow show as a non-finite s + t. */
 static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                                     const void *const *contributions, int count,
                                     size_t element_count, double *result,

@@ -146,7 +146,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
         for (size_t b = 0; b < length; b += 16) {
             /* Two partial sums per lane (even and odd contributions) halve the chain of
              * dependent additions; a partial sum is a sum of a subset, exact by either proof.
-             * Beyond the window the tier's plain test (engine_inner.h (i)) takes these sums:
+             * Beyond the window the bracket (engine_inner.h) takes these sums:
              * their order is its order. */
             __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m256d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
@@ -194,8 +194,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             uint32_t out[16];
             if (vector_store) {
                 /* Round to nearest is the hardware conversion, and the sums from -0 already
-                 * carry the right sign of zero; (g) overwrites the bad lanes. Inputs are all read
-                 * before the block's results are written. */
+                 * carry the right sign of zero; the tiers beyond the window overwrite the bad
+                 * lanes. Inputs are all read before the block's results are written. */
                 __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum));
                 __m128 r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 4));
                 __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 8));
@@ -222,8 +222,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
- * vector form of engine_rounding_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
- * nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
+ * certified rounding, the vector form of engine_rounding_certified (engine_inner.h);
+ * a = fl(sum |e_k|), two_n = 2N; nearest for rounding to nearest (only S = RN(exact sum) is
+ * needed there). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
 float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)
 {
@@ -250,14 +251,16 @@ float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)
 }
 
 /* The binary64 kernel's running state of 4 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the tests of engine_inner.h (c') and (d), and for (c') the min of the bit pattern
- * of |x| minus one, in the floating-point domain: for a zero that is a NaN, which vminpd
- * ignores (it returns its second operand when the first is a NaN). */
+ * |e_k| for the exact-errors test and the certified rounding (engine_inner.h), and for the
+ * exact-errors test the min of the bit pattern of |x| minus one, in the floating-point domain: for
+ * a zero that is a NaN, which vminpd ignores (it returns its second operand when the first is a
+ * NaN). */
 struct float64_quad {
     __m256d s, t, a, min;
 };
 
-/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+/* track 0: no minimum (min 0 gives u = 2^-1074 in the exact-errors test: a true bound, if a
+ * useless one). */
 AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track)
 {
     x->s = _mm256_set1_pd(-0.0);
@@ -265,8 +268,8 @@ AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track
     x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(track ? 0x7ff0000000000000ll : 0)); /* inf */
 }
 
-/* The minimum for (c'): the magnitude bits minus one of the 4 terms at p into x->min (see
- * float64_quad). */
+/* The minimum for the exact-errors test: the magnitude bits minus one of the 4 terms at p into
+ * x->min (see float64_quad). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) void
 float64_track(struct float64_quad *x, const double *p)
 {
@@ -321,7 +324,8 @@ float64_second_add(struct float64_second *y, __m256d v)
     y->s = n;
 }
 
-/* Lanes (bits) of the second pass's state that (d) accepts, with a finite s + t. */
+/* Lanes (bits) of the second pass's state that the certified rounding accepts, with a finite s + t.
+ */
 AVX2_FUNCTION static inline __attribute__((always_inline)) int
 float64_second_certified(const struct float64_second *y, int count, reprod_rounding dir)
 {
@@ -335,7 +339,8 @@ float64_second_certified(const struct float64_second *y, int count, reprod_round
 }
 
 /* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
- * (c') and s + t not certified by (d), or a non-finite s + t: infinities, NaNs, overflow). */
+ * the exact-errors test and s + t not certified, or a non-finite s + t: infinities, NaNs,
+ * overflow). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) int
 float64_refused(const struct float64_quad *x, int count, reprod_rounding dir, int *proved)
 {
@@ -360,8 +365,8 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir, in
 
 /* Write the results of the 8 elements at j from their finished states x[0], x[1]; prepared:
  * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
- * second pass, which decides lanes (d) accepts there. Returns the lanes the first pass
- * refused. */
+ * second pass, which decides lanes the certified rounding accepts there. Returns the lanes the
+ * first pass refused. */
 AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,

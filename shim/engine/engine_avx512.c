@@ -26,8 +26,9 @@ int engine_cpu_has_avx512(void)
     int has = atomic_load_explicit(&cached, memory_order_relaxed);
     if (has < 0) {
         __builtin_cpu_init();
-        /* The distillation tier's AVX-512 build (engine_distill.c) uses DQ, VL and BW too:
-         * every AVX-512 CPU since Skylake-SP has them; one without them runs the AVX2 level. */
+        /* The later tiers' AVX-512 builds (engine_distill.c, engine_beyond_window.c) use DQ,
+         * VL and BW too: every AVX-512 CPU since Skylake-SP has them; one without them runs the
+         * AVX2 level. */
         has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
         atomic_store_explicit(&cached, has, memory_order_relaxed);
@@ -127,13 +128,13 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
-    int wide = 0; /* the last chunk was mostly beyond the window: send this one whole to (h) */
+    int wide = 0; /* the last chunk was mostly beyond the window: this one whole to the split */
     const int far = engine_prefetch_wanted(count, element_count, sizeof(float));
     while (j + 32 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)31;
         uint32_t largest[FLOAT32_CHUNK], smallest[FLOAT32_CHUNK]; /* the span check's */
-        if (wide) {              /* (h) decides in-window lanes too: skip the binary64 sums */
+        if (wide) {              /* the split decides in-window lanes too: skip the binary64 sums */
             int wide_groups = 0; /* the span check says whether the next chunk stays here */
             for (size_t b = 0; b < length; b += 32)
                 wide_groups += float32_wide_groups(float32_span_check(
@@ -148,7 +149,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
         inexact_clear();
         for (size_t b = 0; b < length; b += 32) {
             /* Even and odd contributions in separate partial sums (subsets: still exact): the
-             * order of engine_inner.h (i), whose plain test takes these sums beyond the window. */
+             * order of the bracket (engine_inner.h), which takes these sums beyond the window. */
             __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m512d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
             int k = 0;
@@ -191,8 +192,9 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             wide_groups += float32_wide_groups(bad_mask);
             uint32_t out[32];
             if (vector_store) { /* nearest: the hardware conversion (sums from -0 carry the right
-                                 * sign of zero); then (g) overwrites the bad lanes. Inputs are
-                                 * all read before the block's results are written. */
+                                 * sign of zero); then the tiers beyond the window overwrite the bad
+                                 * lanes. Inputs are all read before the block's results are
+                                 * written. */
                 for (int q = 0; q < 4; q++)
                     _mm256_storeu_ps((float *)out + 8 * q,
                                      _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
@@ -220,8 +222,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
- * form of engine_rounding_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
- * for rounding to nearest (only S = RN(exact sum) is needed there). */
+ * form of engine_rounding_certified (engine_inner.h: the certified rounding); a = fl(sum |e_k|),
+ * two_n = 2N; nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)
 {
@@ -244,16 +246,17 @@ float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)
 }
 
 /* The binary64 kernel's running state of 8 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the tests of engine_inner.h (c') and (d), and the min of the doubled magnitude
- * bits minus one (zeros never win it: all ones) for (c'). Both tests are needed: data with few
- * bits beyond the type's often sum to exact ties, which only (c') proves; wide spreads and
- * cancellation only (d). */
+ * |e_k| for the exact-errors test and the certified rounding (engine_inner.h), and the min of the
+ * doubled magnitude bits minus one (zeros never win it: all ones) for the exact-errors test. Both
+ * are needed: data with few bits beyond the type's often sum to exact ties, which only the
+ * exact-errors test proves; wide spreads and cancellation only the certified rounding. */
 struct float64_lanes {
     __m512d s, t, a;
     __m512i min;
 };
 
-/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+/* track 0: no minimum (min 0 gives u = 2^-1074 in the exact-errors test: a true bound, if a
+ * useless one). */
 AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int track)
 {
     x->s = _mm512_set1_pd(-0.0);
@@ -261,8 +264,8 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int tr
     x->min = _mm512_set1_epi64(track ? -1 : 0);
 }
 
-/* The minimum for (c'): the doubled magnitude bits minus one (zeros: all ones) of the 8 terms
- * at p into x->min. */
+/* The minimum for the exact-errors test: the doubled magnitude bits minus one (zeros: all ones) of
+ * the 8 terms at p into x->min. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) void
 float64_track(struct float64_lanes *x, const double *p)
 {
@@ -292,7 +295,7 @@ float64_add(struct float64_lanes *x, const double *p, double *error_slot, const 
     return e;
 }
 
-/* The distillation tier's second pass (engine_inner.h (e)) run alongside the first: the
+/* The distillation tier's second pass (engine_inner.h: DISTILLED) run alongside the first: the
  * cascade over [e_1, ..., e_{N-1}, s] as the first pass makes them, (s, t, a) as there. */
 struct float64_second {
     __m512d s, t, a;
@@ -318,7 +321,8 @@ float64_second_add(struct float64_second *y, __m512d v)
 }
 
 /* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
- * (c') and s + t not certified by (d), or a non-finite s + t (infinities, NaNs, overflow). */
+ * the exact-errors test and s + t not certified, or a non-finite s + t (infinities, NaNs,
+ * overflow). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
 float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, __mmask8 *proved)
 {
@@ -341,10 +345,10 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, _
 
 /* Write the results of the 16 elements at j from their finished states x[0], x[1]; prepared:
  * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
- * second pass, which decides lanes (d) accepts there; tracked: whether x holds (c')'s
- * minimum; *proved: the lanes (c') proved. Returns the lanes the first pass refused, or
- * FLOAT64_TRACK_FIRST, having written nothing, when x lacks the minimum and some lane is
- * refused ((c') might decide it). */
+ * second pass, which decides lanes the certified rounding accepts there; tracked: whether
+ * x holds the exact-errors test's minimum; *proved: the lanes that test proved. Returns the lanes
+ * the first pass refused, or FLOAT64_TRACK_FIRST, having written nothing, when x lacks the minimum
+ * and some lane is refused (the exact-errors test might decide it). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,

@@ -124,8 +124,8 @@ ALWAYS_INLINE uint32_t beyond_try_bracket(const struct lanes_shape *shape, struc
 
 /* ---- SPLIT (h) ---------------------------------------------------------------------------- */
 
-/* (h) when every lane takes one level: five operations a term, and the chain is the one TwoSum
- * of the two accumulators (it never fails). */
+/* The split when every lane takes one level: five operations a term, and the chain is the one
+ * TwoSum of the two accumulators (it never fails). */
 ALWAYS_INLINE void split_one_level(const struct lanes_shape *shape,
                                    const void *const *contributions, int count, size_t j,
                                    const distill_vector *sigma, distill_vector *S,
@@ -153,8 +153,8 @@ ALWAYS_INLINE void split_one_level(const struct lanes_shape *shape,
     }
 }
 
-/* (h) with `levels` levels for every lane (a literal at each use, so that the accumulators stay
- * in registers): the accumulators (engine_split_sums lane-wise; a lane that takes fewer levels
+/* The split with `levels` levels for every lane (a literal at each use, so that the accumulators
+ * stay in registers): the accumulators (engine_split_sums lane-wise; a lane that takes fewer levels
  * has sigma 0 at the rest, engine_split_next_sigma), then the chain, which clears fits[g]
  * where it cannot tell. */
 ALWAYS_INLINE void split_levels(const struct lanes_shape *shape, const void *const *contributions,
@@ -205,7 +205,7 @@ ALWAYS_INLINE int64_t lanes_max(distill_mask x)
     return x[0];
 }
 
-/* (h) for a block where some lane takes several levels: each open lane in reach takes the
+/* The split for a block where some lane takes several levels: each open lane in reach takes the
  * fewest whose limit its span fits (engine_split_levels_for), the block the most
  * any of them takes, compiled for two, three and five levels (four run as five, sigma 0 at the
  * fifth: one loop less to compile). All ones in fits[g] where it applies and the chain tells,
@@ -298,7 +298,7 @@ ALWAYS_INLINE uint32_t split_deep(const struct lanes_shape *shape, const void *c
 #endif
 }
 
-/* (h) lane by lane (engine_float32_exact_sum's first half) for the `open` lanes of `groups`
+/* The split lane by lane (engine_float32_exact_sum's first half) for the `open` lanes of `groups`
  * vectors from element j, given per lane its terms' largest magnitude bits and smallest nonzero
  * ones minus one: all ones in fits[g] where the split applies and its chain tells, S + T there;
  * those lanes as bits. A block runs the most levels any of its lanes takes

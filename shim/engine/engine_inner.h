@@ -3,7 +3,8 @@
  *
  * Every function here works on one element and is shared with the GPU kernels (one source of
  * truth for the arithmetic). The host engine runs the same tiers on vectors of elements
- * (engine.c, engine_avx2.c, engine_avx512.c, engine_distill.c): the arithmetic per term in
+ * (engine.c, engine_avx2.c, engine_avx512.c, engine_distill.c, engine_beyond_window.c): the
+ * arithmetic per term in
  * vector code, every decision by calling these functions lane by lane (see "Lane masks"). Which
  * tier decides an element never changes its bits: each computes the exact sum, or a pair that
  * rounds as it does, and rounds it once.
@@ -102,7 +103,7 @@ ENGINE_FUNCTION uint64_t engine_zero_bits(const struct engine_format *f, reprod_
  * the element's values (a branch on the call's parameters, the same for every element, is
  * fine). One element runs such a test branch-free (the GPU kernel, engine_exact_element); the
  * host kernels run the same function on each lane of a vector in a plain loop, which the
- * compiler turns into vector code (engine_distill.c): one implementation of each decision for
+ * compiler turns into vector code (engine_lanes.h): one implementation of each decision for
  * both. A caller on one element reads a mask as a truth value. The bits of a double compare as
  * signed integers as the doubles do when both are >= 0 and not NaNs. */
 
@@ -695,8 +696,9 @@ ENGINE_FUNCTION engine_mask engine_midpoint_of(const double *v, int n, double *s
     return engine_midpoint(v[n - 1], v[n - 2], rest, rest_abs, n, s_out, t_out);
 }
 
-/* The distillation tier for binary64 element `index` (see (e)), rounding in dir: 1 with (s, t)
- * whose s + t rounds as the exact sum, 0 when it does not decide (then: the general path).
+/* The distillation tier for binary64 element `index` (see (e)), rounding in dir: the tier that
+ * decided (DISTILLED, or MIDPOINT for the rule (f)) with (s, t) whose s + t rounds as the exact
+ * sum, ENGINE_TIER_NONE when it does not decide (then: the general path).
  * Its first pass is the fast path's cascade, refused already; each later one is judged by
  * (d), then by (c') with u from the smallest nonzero error the pass left (every error is a
  * multiple of its own ulp, so of that u; a finer criterion than the terms' smallest), then
@@ -719,8 +721,11 @@ ENGINE_FUNCTION enum engine_tier engine_distill_element(const void *const *contr
         if (engine_rounding_certified(s, t, error_sum, count, dir) ||
             engine_errors_exact(error_sum, engine_distill_errors_low(v, count)))
             tier = ENGINE_TIER_DISTILLED;
-        else if (engine_midpoint_of(v, count, &s_tie, &t_tie))
-            tier = ENGINE_TIER_MIDPOINT, s = s_tie, t = t_tie;
+        else if (engine_midpoint_of(v, count, &s_tie, &t_tie)) {
+            tier = ENGINE_TIER_MIDPOINT;
+            s = s_tie;
+            t = t_tie;
+        }
         if (tier) {
             *s_out = s;
             *t_out = t;
@@ -731,7 +736,8 @@ ENGINE_FUNCTION enum engine_tier engine_distill_element(const void *const *contr
 }
 
 /* The distillation tier's result for element `index` (binary64, an op the fast path serves):
- * 1 with its bits, 0 when the general path must decide. Only for elements engine_exact_fast
+ * the tier that decided, with its bits, ENGINE_TIER_NONE when the general path must decide. Only
+ * for elements engine_exact_fast
  * refused, which hold a nonzero term (a zero sum is then +0, or -0 rounding down). */
 ENGINE_FUNCTION enum engine_tier engine_exact_distilled(reprod_type type, reprod_op op,
                                                         reprod_rounding dir,
@@ -817,9 +823,6 @@ ENGINE_FUNCTION int engine_split_limit(reprod_type type, int count, int levels)
     return base + 53 * levels - (levels + 1) * engine_ceil_log2(count);
 }
 
-/* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
- * nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span fits, 0
- * when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
 /* The split's parameters for N = count terms of the type (binary32 or bfloat16), the same for
  * every element. */
 struct engine_split_rule {
@@ -867,17 +870,17 @@ ENGINE_FUNCTION int32_t engine_split_levels_for(const struct engine_split_rule *
     return levels & engine_split_fits(rule, span, ENGINE_SPLIT_LEVELS);
 }
 
-/* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
- * nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span fits, 0
- * when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
+/* The levels the split (h) takes, from the terms' largest binary32 magnitude bits and their
+ * smallest nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span
+ * fits, 0 when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
 ENGINE_FUNCTION int engine_split_levels(reprod_type type, uint32_t high, uint32_t low, int count)
 {
     struct engine_split_rule rule = engine_split_rule_of(type, count);
     return engine_split_levels_for(&rule, engine_split_span((int32_t)high, (int32_t)low));
 }
 
-/* sigma = 2^(e + L) of (h)'s first level from the largest magnitude bits (e = F - 126, F at
- * least 1); each level's is 2^(L - 53) times the one before. */
+/* sigma = 2^(e + L) of the split's (h) first level from the largest magnitude bits (e = F - 126, F
+ * at least 1); each level's is 2^(L - 53) times the one before. */
 ENGINE_FUNCTION double engine_split_sigma(const struct engine_split_rule *rule, int64_t high)
 {
     int64_t field = high >> 23;
@@ -894,7 +897,7 @@ ENGINE_FUNCTION double engine_split_next_sigma(const struct engine_split_rule *r
     return engine_select(engine_mask_above(span, rule->limit[level]), previous * rule->step, 0.0);
 }
 
-/* (h)'s accumulators of element `index` with `levels` levels (engine_split_levels's),
+/* The split's (h) accumulators of element `index` with `levels` levels (engine_split_levels's),
  * given the terms' largest binary32 magnitude bits: hi[0..levels-1] (largest first) and *lo,
  * whose sum is the exact sum of the terms. */
 ENGINE_FUNCTION void engine_split_sums(reprod_type type, const void *const *contributions,
@@ -921,7 +924,7 @@ ENGINE_FUNCTION void engine_split_sums(reprod_type type, const void *const *cont
     *lo = low;
 }
 
-/* (h)'s chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
+/* The split's (h) chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
  * fit for round to odd, 0 when the chain cannot tell. */
 ENGINE_FUNCTION engine_mask engine_split_chain(const double *hi, int levels, double lo,
                                                double *S_out, double *T_out)
@@ -952,7 +955,7 @@ ENGINE_FUNCTION engine_mask engine_split_chain(const double *hi, int levels, dou
     return fits;
 }
 
-/* Whether a pass of (g)'s cascade over binary32 terms decides: its t proved exact (`exact`,
+/* Whether a pass of the cascade (g) over binary32 terms decides: its t proved exact (`exact`,
  * by the exact-errors test) or s + t certified in its directed form (the exact sum lies
  * strictly between S and its neighbour toward T, which is all the rounding through the odd
  * double needs), and s + t finite. S + T = TwoSum(s, t), the exact sum where it decides. */
@@ -980,8 +983,9 @@ ENGINE_FUNCTION uint32_t engine_min_less_one32(uint32_t smallest, uint32_t bits)
     return less_one < smallest ? less_one : smallest;
 }
 
-/* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T (see (g) and
- * (h)): 1, or 0 when neither (h) applies nor (c') proves it within the passes. */
+/* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T, by the split
+ * (h) or the cascade (g): the tier, or ENGINE_TIER_NONE when the split does not apply and no pass
+ * of the cascade decides. */
 ENGINE_FUNCTION enum engine_tier engine_float32_exact_sum(reprod_type type,
                                                           const void *const *contributions,
                                                           int count, size_t index, double *S_out,
@@ -1042,7 +1046,8 @@ ENGINE_FUNCTION enum engine_tier engine_float32_exact_sum(reprod_type type,
  *     2^-26 of it (bfloat16: 2^-42): those go on to (h) and (g). Two operations a term, the same
  *     for every element. */
 
-/* (i)'s binary64 sum s of element `index`, and its terms' largest binary32 magnitude bits. */
+/* The bracket's (i) binary64 sum s of element `index`, and its terms' largest binary32 magnitude
+ * bits. */
 ENGINE_FUNCTION double engine_bracket_plain_sum(reprod_type type, const void *const *contributions,
                                                 int count, size_t index, uint32_t *largest)
 {
@@ -1124,9 +1129,9 @@ ENGINE_FUNCTION engine_mask engine_bracket_rounds_alike(const struct engine_brac
     return fit & engine_mask_zero((int64_t)(lo_rounded ^ hi_rounded)); /* below 2^35: >= 0 */
 }
 
-/* Whether (i) decides the element whose plain sum is s (engine_bracket_plain_sum) in direction
- * dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the type;
- * an average tests the ends divided by N. */
+/* Whether the bracket (i) decides the element whose plain sum is s (engine_bracket_plain_sum) in
+ * direction dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the
+ * type; an average tests the ends divided by N. */
 ENGINE_FUNCTION engine_mask engine_bracket_decides(reprod_type type, reprod_op op,
                                                    reprod_rounding dir, double s, uint32_t largest,
                                                    int count)
@@ -1203,8 +1208,9 @@ ENGINE_FUNCTION int engine_float32_finish(reprod_type type, reprod_op op, reprod
     return 1;
 }
 
-/* Binary32 or bfloat16 element `index` beyond the fast path's window, by (i), (h) or (g): 1
- * with its bits, 0 when the general path must decide. */
+/* Binary32 or bfloat16 element `index` beyond the fast path's window, by the bracket (i), the
+ * split (h) or the cascade (g): the tier, with its bits, or ENGINE_TIER_NONE when the general
+ * path must decide. */
 ENGINE_FUNCTION enum engine_tier engine_exact_beyond_window(reprod_type type, reprod_op op,
                                                             reprod_rounding dir,
                                                             const void *const *contributions,
@@ -1230,8 +1236,9 @@ ENGINE_FUNCTION enum engine_tier engine_exact_beyond_window(reprod_type type, re
 
 /* ---- One element, either path ----------------------------------------------------------- */
 
-/* The fast path of element `index` of the exact reduction: 1 with its bits in *bits when the
- * fast path serves it, 0 when it must take the general path (nothing else changes). Split from
+/* The fast path of element `index` of the exact reduction: its tier (WINDOW, EXACT_ERRORS or
+ * CERTIFIED) with its bits in *bits when the fast path serves it, ENGINE_TIER_NONE when it must
+ * take the general path (nothing else changes). Split from
  * engine_exact_element so that a GPU thread touches its accumulator only on the general path. */
 ENGINE_FUNCTION enum engine_tier engine_exact_fast(reprod_type type, reprod_op op,
                                                    reprod_rounding dir,

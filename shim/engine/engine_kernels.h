@@ -24,9 +24,9 @@ typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
                                            size_t element_count, double *result,
                                            struct engine_accumulator *a, size_t *general);
 
-/* The distillation tier (engine_inner.h (e)) for the lanes in `refused` (bit l: element j + l,
- * l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l] gets
- * their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
+/* The distillation tier (engine_inner.h: DISTILLED, MIDPOINT) for the lanes in `refused` (bit l:
+ * element j + l, l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l]
+ * gets their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
  * output [e_1, ..., e_{N-1}, s] of every lane, ENGINE_DISTILL_PREPARED_LANES doubles per term
  * (64-byte aligned, overwritten); count <= ENGINE_DISTILL_TERMS then. One per kernel level
  * (engine_distill.c). */
@@ -38,14 +38,14 @@ typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
 
-/* Binary32 lanes beyond the fast path's window (engine_inner.h (i), (h), (g)): the lanes in
- * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (i),
- * (h), (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
- * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
- * which a kernel's span check has found already. `sums`: NULL, or per lane the binary64 sum of
- * its terms in (i)'s order (engine_bracket_plain_sum: the even and the odd terms apart, from -0,
- * then added), which a kernel has as its window's sums. One per kernel level
- * (engine_distill.c). */
+/* Binary32 lanes beyond the fast path's window (engine_inner.h: BRACKET, SPLIT, CASCADE): the
+ * lanes in `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l],
+ * by those tiers or the general path. `largest` and `smallest`: NULL, or per lane its terms'
+ * largest binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros:
+ * 0x7fffffff), which a kernel's span check has found already. `sums`: NULL, or per lane the
+ * binary64 sum of its terms in the bracket's order (engine_bracket_plain_sum: the even and the odd
+ * terms apart, from -0, then added), which a kernel has as its window's sums. One per kernel level
+ * (engine_beyond_window.c). */
 typedef void engine_beyond_window_fn(reprod_op op, reprod_rounding dir,
                                      const void *const *contributions, int count, size_t j,
                                      int lanes, uint32_t refused, const uint32_t *largest,

@@ -995,9 +995,9 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
 }
 
 /* Binary32 and bfloat16 chunks beyond the window where cancelling blocks interrupt spread ones:
- * the tier then runs the split sums before the plain test for a while (engine_distill.c,
- * WIDE32_SKIP), and every kernel level must still send to the general path exactly what the
- * per-element tiers refuse, for sums and averages in every direction (averages once took 128
+ * the tier then runs the split sums before the bracket for a while (engine_beyond_window.c,
+ * BEYOND_BRACKET_SKIP), and every kernel level must still send to the general path exactly what
+ * the per-element tiers refuse, for sums and averages in every direction (averages once took 128
  * of these 576 elements there to nearest, where the tiers refuse none, and 144 for 17
  * directed), with MPFR's bits. */
 static void gen_spread_or_cancelling_block(const struct tfmt *f, struct rng *r, int n,
