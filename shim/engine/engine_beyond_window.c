@@ -111,8 +111,16 @@ ALWAYS_INLINE uint32_t beyond_try_bracket(const struct lanes_shape *shape, struc
         memcpy(s, sums, (size_t)shape->groups * sizeof s[0]);
     else
         bracket_plain_sums(shape, b->contributions, b->count, b->j, s);
-    uint32_t decided =
-        bracket_lanes(shape, &b->bracket, b->op, b->count, s, b->largest, b->open, bracketed);
+    uint32_t decided;
+    if (b->dir == REPROD_ROUND_NEAREST) { /* the direction a constant: the compiler folds it */
+        const struct engine_bracket_rule nearest =
+            engine_bracket_rule_of(shape->type, REPROD_ROUND_NEAREST, b->count);
+        decided =
+            bracket_lanes(shape, &nearest, b->op, b->count, s, b->largest, b->open, bracketed);
+    } else {
+        decided =
+            bracket_lanes(shape, &b->bracket, b->op, b->count, s, b->largest, b->open, bracketed);
+    }
     if (decided) _Pragma("GCC unroll 2") for (int g = 0; g < shape->groups; g++)
         {
             lanes_select(&b->S[g], s[g], bracketed[g]);
@@ -315,15 +323,16 @@ ALWAYS_INLINE uint32_t split_lanes(const struct lanes_shape *shape,
     uint32_t split = 0, deeper = 0;
     _Pragma("GCC unroll 2") for (int g = 0; g < shape->groups; g++)
     {
-        wide32_int span32,
-            one32 = lanes_split_plan(shape->level, rule, largest[g], smallest[g], &span32);
+        wide32_int span32, field32;
+        wide32_int one32 =
+            lanes_split_plan(shape->level, rule, largest[g], smallest[g], &span32, &field32);
         wide32_int several32 = ~one32 & ((span32 - 4096) >> 31); /* finite terms, not one */
-        distill_mask one, several;
+        distill_mask one, several, field;
         distill_widen(shape->level, &one32, &one);
         distill_widen(shape->level, &several32, &several);
         distill_widen(shape->level, &span32, &span[g]);
-        sigma[g] =
-            lanes_split_sigma(shape->level, rule, lanes_widen_bits(shape->level, largest[g]));
+        distill_widen(shape->level, &field32, &field);
+        sigma[g] = (distill_vector)(field << 52); /* engine_split_sigma */
         fits[g] = one & open[g];
         several &= open[g];
         split |= distill_bits_at(shape->level, &fits[g]) << (DISTILL_WIDTH * g);
@@ -428,7 +437,7 @@ ALWAYS_INLINE void round_nearest_bfloat16(const int level, distill_vector S,
                                           distill_mask *normal)
 {
     distill_vector odd = T ? lanes_round_to_odd(level, S, *T) : S;
-    distill_mask bits = lanes_bfloat16_nearest(odd, normal);
+    distill_mask bits = lanes_bfloat16_nearest(level, odd, normal);
     distill_narrow(level, &bits, rounded);
 }
 
@@ -621,7 +630,11 @@ ALWAYS_INLINE void beyond_window_chunk(const struct lanes_shape *shape, reprod_o
 {
     const int nearest_sum = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && count >= 1;
     int skip = 0; /* blocks to go before the bracket runs first again (it decided too few) */
-    const struct engine_bracket_rule bracket = engine_bracket_rule_of(shape->type, dir, count);
+    /* the sums to nearest below: that rule with the direction a constant, which the compiler folds
+     * into the bracket's test (engine_bracket_rounds_alike for another direction costs a select
+     * and an and a lane more) */
+    const struct engine_bracket_rule bracket =
+        engine_bracket_rule_of(shape->type, REPROD_ROUND_NEAREST, count);
     const struct engine_split_rule split = engine_split_rule_of(shape->type, count);
     for (size_t at = 0; at < length; at += 2 * DISTILL_WIDTH) {
         /* An average takes the bracket first always: the split's inexact S + T does not serve

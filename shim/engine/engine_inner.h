@@ -881,11 +881,16 @@ ENGINE_FUNCTION int engine_split_levels(reprod_type type, uint32_t high, uint32_
 
 /* sigma = 2^(e + L) of the split's (h) first level from the largest magnitude bits (e = F - 126, F
  * at least 1); each level's is 2^(L - 53) times the one before. */
+ENGINE_FUNCTION int32_t engine_split_sigma_field(const struct engine_split_rule *rule, int32_t high)
+{
+    int32_t field = high >> 23;
+    field = field > 1 ? field : 1;
+    return field - 126 + (int32_t)rule->log2_count + 1023;
+}
+
 ENGINE_FUNCTION double engine_split_sigma(const struct engine_split_rule *rule, int64_t high)
 {
-    int64_t field = high >> 23;
-    field |= engine_mask_zero(field) & 1; /* at least 1 */
-    return engine_from_signed_bits((field - 126 + rule->log2_count + 1023) << 52);
+    return engine_from_signed_bits((int64_t)engine_split_sigma_field(rule, (int32_t)high) << 52);
 }
 
 /* The sigma of level `level` >= 1 from the one before, for an element whose terms span `span`:

@@ -418,10 +418,12 @@ ALWAYS_INLINE distill_mask lanes_widen_bits(const int level, wide32_bits bits)
     return wide;
 }
 
-/* Each helper below has two forms of one loop: at the AVX2 and AVX-512 levels over the lanes of
- * the vectors themselves, unrolled, which the compiler packs back into vector instructions
- * without leaving registers; at the generic level (SSE2, which lacks 64-bit compares) over
- * arrays, which its loop vectoriser handles. */
+/* A helper with one result a lane has two forms of one loop: at the AVX2 and AVX-512 levels over
+ * the lanes of the vectors themselves, unrolled, which the compiler packs back into vector
+ * instructions without leaving registers; at the generic level (SSE2, which lacks 64-bit
+ * compares) over arrays, which its loop vectoriser handles. A helper with several results a
+ * lane runs over arrays at every level (packed from the lanes, its results left the registers
+ * at AVX-512 and cost more). */
 
 /* engine_rounding_certified: (d). */
 ALWAYS_INLINE distill_mask lanes_rounding_certified(const int level, distill_vector s,
@@ -593,42 +595,28 @@ ALWAYS_INLINE distill_mask lanes_bracket_decides(const int level,
 }
 
 /* (h)'s plan per lane, from the terms' largest magnitude bits and smallest nonzero ones minus
- * one, in 32-bit lanes (as wide as the values): the span of its terms (engine_split_span), and
- * whether one level takes it (engine_split_fits). */
+ * one, in 32-bit lanes (as wide as the values): the span of its terms (engine_split_span), the
+ * exponent field of its first sigma (engine_split_sigma_field), and whether one level takes it
+ * (engine_split_fits). */
 ALWAYS_INLINE wide32_int lanes_split_plan(const int level, const struct engine_split_rule *rule,
                                           wide32_bits largest, wide32_bits smallest,
-                                          wide32_int *span)
+                                          wide32_int *span, wide32_int *sigma_field)
 {
-    wide32_int one;
     (void)level; /* through arrays at every level: faster there at AVX-512 */
     int32_t largest_[DISTILL_WIDTH], smallest_[DISTILL_WIDTH];
-    int32_t span_[DISTILL_WIDTH], one_[DISTILL_WIDTH];
+    int32_t span_[DISTILL_WIDTH], one_[DISTILL_WIDTH], field_[DISTILL_WIDTH];
     memcpy(largest_, &largest, sizeof largest_);
     memcpy(smallest_, &smallest, sizeof smallest_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++) {
         span_[lane] = engine_split_span(largest_[lane], smallest_[lane]);
         one_[lane] = engine_split_fits(rule, span_[lane], 1);
+        field_[lane] = engine_split_sigma_field(rule, largest_[lane]);
     }
     memcpy(span, span_, sizeof *span);
+    memcpy(sigma_field, field_, sizeof *sigma_field);
+    wide32_int one;
     memcpy(&one, one_, sizeof one);
     return one;
-}
-
-/* engine_split_sigma: the first level's sigma from the largest magnitude bits
- * (lanes_widen_bits). */
-ALWAYS_INLINE distill_vector lanes_split_sigma(const int level,
-                                               const struct engine_split_rule *rule,
-                                               distill_mask largest)
-{
-    distill_vector sigma;
-    (void)level; /* through arrays at every level: faster there at AVX-512 */
-    int64_t largest_[DISTILL_WIDTH];
-    double sigma_[DISTILL_WIDTH];
-    memcpy(largest_, &largest, sizeof largest_);
-    for (int lane = 0; lane < DISTILL_WIDTH; lane++)
-        sigma_[lane] = engine_split_sigma(rule, largest_[lane]);
-    memcpy(&sigma, sigma_, sizeof sigma);
-    return sigma;
 }
 
 /* engine_split_levels_for: the levels each lane takes for its span (0: none fits). */
@@ -703,16 +691,18 @@ ALWAYS_INLINE distill_vector lanes_round_to_odd(const int level, distill_vector 
 }
 
 /* engine_bfloat16_nearest: the bfloat16 bits of doubles rounded to odd; *normal where they are
- * normal (through arrays at every level: two results a lane). */
-ALWAYS_INLINE distill_mask lanes_bfloat16_nearest(distill_vector odd, distill_mask *normal)
+ * normal. */
+ALWAYS_INLINE distill_mask lanes_bfloat16_nearest(const int level, distill_vector odd,
+                                                  distill_mask *normal)
 {
+    distill_mask bits;
+    (void)level;
     double odd_[DISTILL_WIDTH];
     int64_t bits_[DISTILL_WIDTH], normal_[DISTILL_WIDTH];
     memcpy(odd_, &odd, sizeof odd_);
     for (int lane = 0; lane < DISTILL_WIDTH; lane++)
         bits_[lane] = engine_bfloat16_nearest(odd_[lane], &normal_[lane]);
     memcpy(normal, normal_, sizeof *normal);
-    distill_mask bits;
     memcpy(&bits, bits_, sizeof bits);
     return bits;
 }
