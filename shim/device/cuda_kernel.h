@@ -150,7 +150,7 @@ REPROD_KERNEL_APART int reprod_kernel_later_tiers(reprod_type type, reprod_op op
                                                   int count, size_t i, uint64_t *bits)
 {
     return engine_exact_distilled(type, op, dir, c, count, i, bits) ||
-           engine_exact_wide32(type, op, dir, c, count, i, bits);
+           engine_exact_beyond_window(type, op, dir, c, count, i, bits);
 }
 
 /* Element i by the general path (a PreMulSum element: the scaled terms, exactly or folded),

@@ -210,9 +210,9 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
         for (int lane = 0; lane < 8; lane++)
             refused |= (uint32_t)(bad_lane[lane] != 0) << lane;
         if (refused)
-            engine_wide32_generic(op, dir, contributions, count, j, 8, refused,
-                                  (const uint32_t *)max_lane, (const uint32_t *)min_lane, NULL, out,
-                                  a, general);
+            engine_beyond_window_generic(op, dir, contributions, count, j, 8, refused,
+                                         (const uint32_t *)max_lane, (const uint32_t *)min_lane,
+                                         NULL, out, a, general);
         for (int lane = 0; lane < 8; lane++) {
             size_t index = j + (size_t)lane;
             if (!bad_lane[lane])
@@ -226,9 +226,10 @@ static size_t exact_float32_generic(reprod_op op, reprod_rounding dir,
 }
 
 /* Exact binary64 sums (and averages engine_fast_double_serves), 8 elements per block in four
- * vectors of 2: the TwoSum cascade lane-wise, judged by engine_inner.h (c') and (d). For (c')
- * the min of (the bits of |x|) - 1, compared as doubles: for a zero that is a NaN, which the
- * compare mask ignores. Infinities, NaNs and overflow show as a non-finite s + t. */
+ * vectors of 2: the TwoSum cascade lane-wise, judged by the exact-errors test and the certified
+ * rounding (engine_inner.h). For the exact-errors test the min of (the bits of |x|) - 1, compared
+ * as doubles: for a zero that is a NaN, which the compare mask ignores. Infinities, NaNs and
+ * overflow show as a non-finite s + t. */
 static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
                                     const void *const *contributions, int count,
                                     size_t element_count, double *result,
@@ -267,16 +268,23 @@ static size_t exact_float64_generic(reprod_op op, reprod_rounding dir,
             VSTORE(error_sum_lane + 2 * v, error_sum[v]);
             VSTORE(min_lane + 2 * v, min[v]);
         }
-        int fast[8], all_plain = 1;
+        engine_mask fast[8], proved = -1, plain = -1;
         double sum[8];
+        for (int lane = 0; lane < 8; lane++) { /* branch-free loops: vector code */
+            fast[lane] = engine_errors_exact(error_sum_lane[lane], min_lane[lane]);
+            proved &= fast[lane];
+        }
+        if (!proved) /* the certificate only where it can help (like the AVX kernels) */
+            for (int lane = 0; lane < 8; lane++)
+                fast[lane] |= engine_rounding_certified(s_lane[lane], t_lane[lane],
+                                                        error_sum_lane[lane], count, dir);
         for (int lane = 0; lane < 8; lane++) {
             sum[lane] = s_lane[lane] + t_lane[lane];
-            fast[lane] = engine_is_finite(sum[lane]) &&
-                         (engine_fast_errors_exact(error_sum_lane[lane], min_lane[lane]) ||
-                          engine_fast_certified(s_lane[lane], t_lane[lane], error_sum_lane[lane],
-                                                count, dir));
-            all_plain &= fast[lane] && sum[lane] != 0;
+            fast[lane] &= engine_mask_finite(sum[lane]);
+            plain &=
+                fast[lane] & ~engine_mask_zero(engine_signed_bits(sum[lane]) & ENGINE_MAGNITUDE);
         }
+        int all_plain = plain != 0;
         if (op == REPROD_SUM && dir == REPROD_ROUND_NEAREST && all_plain) {
             memcpy(result + j, sum, sizeof sum); /* RN(s + t) is the nearest rounding */
             continue;
@@ -463,8 +471,8 @@ static size_t exact_by_kernels(reprod_type type, reprod_op op, reprod_rounding r
         done = engine_exact_small_avx2(type, op, rounding, contributions, contribution_count,
                                        element_count, (uint16_t *)result,
                                        kernel_level() >= ENGINE_KERNELS_AVX512
-                                           ? engine_wide32_bfloat16_avx512_chunk
-                                           : engine_wide32_bfloat16_avx2_chunk,
+                                           ? engine_beyond_window_chunk_bfloat16_avx512
+                                           : engine_beyond_window_chunk_bfloat16_avx2,
                                        &a, &general);
     else if (!force_general && type == REPROD_FLOAT32)
         done = float32_kernel()(op, rounding, contributions, contribution_count, element_count,

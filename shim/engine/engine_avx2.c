@@ -5,6 +5,7 @@
  * intrinsics because the generic vector code has no unsigned 32-bit max/min and splits the
  * float-to-double conversions. Built on x86-64 only; -ffp-contract=off keeps FMAs out.
  */
+#include "engine/engine_float64_driver.h"
 #include "engine/engine_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -139,8 +140,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 wide_groups += float32_span_check(contributions, count, j + b, largest + b,
                                                   smallest + b, far) != 0;
             wide = 2 * (size_t)wide_groups > length / 16;
-            engine_wide32_avx2_chunk(op, dir, contributions, count, j, length, largest, smallest,
-                                     result, a, general);
+            engine_beyond_window_chunk_avx2(op, dir, contributions, count, j, length, largest,
+                                            smallest, result, a, general);
             j += length;
             continue;
         }
@@ -149,7 +150,7 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
         for (size_t b = 0; b < length; b += 16) {
             /* Two partial sums per lane (even and odd contributions) halve the chain of
              * dependent additions; a partial sum is a sum of a subset, exact by either proof.
-             * Beyond the window the tier's plain test (engine_inner.h (i)) takes these sums:
+             * Beyond the window the bracket (engine_inner.h) takes these sums:
              * their order is its order. */
             __m256d s0 = _mm256_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m256d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
@@ -197,8 +198,8 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
             uint32_t out[16];
             if (vector_store) {
                 /* Round to nearest is the hardware conversion, and the sums from -0 already
-                 * carry the right sign of zero; (g) overwrites the bad lanes. Inputs are all read
-                 * before the block's results are written. */
+                 * carry the right sign of zero; the tiers beyond the window overwrite the bad
+                 * lanes. Inputs are all read before the block's results are written. */
                 __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum));
                 __m128 r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 4));
                 __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(sum + 8));
@@ -207,9 +208,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
                 _mm256_storeu_ps((float *)out + 8, _mm256_set_m128(r3, r2));
             }
             if (bad_mask)
-                engine_wide32_avx2(op, dir, contributions, count, j + b, 16, (uint32_t)bad_mask,
-                                   all_exact ? NULL : largest + b, smallest + b, sum, out, a,
-                                   general);
+                engine_beyond_window_avx2(op, dir, contributions, count, j + b, 16,
+                                          (uint32_t)bad_mask, all_exact ? NULL : largest + b,
+                                          smallest + b, sum, out, a, general);
             for (int lane = 0; lane < 16 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1)) /* any_nonzero unknown (-1): a zero sum looks */
@@ -225,8 +226,9 @@ AVX2_FUNCTION size_t engine_exact_float32_avx2(reprod_op op, reprod_rounding dir
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum (all ones): the
- * vector form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N;
- * nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
+ * certified rounding, the vector form of engine_rounding_certified (engine_inner.h);
+ * a = fl(sum |e_k|), two_n = 2N; nearest for rounding to nearest (only S = RN(exact sum) is
+ * needed there). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) __m256d
 float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)
 {
@@ -253,14 +255,16 @@ float64_certified(__m256d s, __m256d t, __m256d a, __m256d two_n, int nearest)
 }
 
 /* The binary64 kernel's running state of 4 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the tests of engine_inner.h (c') and (d), and for (c') the min of the bit pattern
- * of |x| minus one, in the floating-point domain: for a zero that is a NaN, which vminpd
- * ignores (it returns its second operand when the first is a NaN). */
+ * |e_k| for the exact-errors test and the certified rounding (engine_inner.h), and for the
+ * exact-errors test the min of the bit pattern of |x| minus one, in the floating-point domain: for
+ * a zero that is a NaN, which vminpd ignores (it returns its second operand when the first is a
+ * NaN). */
 struct float64_quad {
     __m256d s, t, a, min;
 };
 
-/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+/* track 0: no minimum (min 0 gives u = 2^-1074 in the exact-errors test: a true bound, if a
+ * useless one). */
 AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track)
 {
     x->s = _mm256_set1_pd(-0.0);
@@ -268,8 +272,8 @@ AVX2_FUNCTION static inline void float64_start(struct float64_quad *x, int track
     x->min = _mm256_castsi256_pd(_mm256_set1_epi64x(track ? 0x7ff0000000000000ll : 0)); /* inf */
 }
 
-/* The minimum for (c'): the magnitude bits minus one of the 4 terms at p into x->min (see
- * float64_quad). */
+/* The minimum for the exact-errors test: the magnitude bits minus one of the 4 terms at p into
+ * x->min (see float64_quad). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) void
 float64_track(struct float64_quad *x, const double *p)
 {
@@ -324,7 +328,8 @@ float64_second_add(struct float64_second *y, __m256d v)
     y->s = n;
 }
 
-/* Lanes (bits) of the second pass's state that (d) accepts, with a finite s + t. */
+/* Lanes (bits) of the second pass's state that the certified rounding accepts, with a finite s + t.
+ */
 AVX2_FUNCTION static inline __attribute__((always_inline)) int
 float64_second_certified(const struct float64_second *y, int count, reprod_rounding dir)
 {
@@ -338,7 +343,8 @@ float64_second_certified(const struct float64_second *y, int count, reprod_round
 }
 
 /* Bit l set: lane l of a finished state is not the fast path's result (t not proved exact by
- * (c') and s + t not certified by (d), or a non-finite s + t: infinities, NaNs, overflow). */
+ * the exact-errors test and s + t not certified, or a non-finite s + t: infinities, NaNs,
+ * overflow). */
 AVX2_FUNCTION static inline __attribute__((always_inline)) int
 float64_refused(const struct float64_quad *x, int count, reprod_rounding dir, int *proved)
 {
@@ -363,8 +369,8 @@ float64_refused(const struct float64_quad *x, int count, reprod_rounding dir, in
 
 /* Write the results of the 8 elements at j from their finished states x[0], x[1]; prepared:
  * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
- * second pass, which decides lanes (d) accepts there. Returns the lanes the first pass
- * refused. */
+ * second pass, which decides lanes the certified rounding accepts there. Returns the lanes the
+ * first pass refused. */
 AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_quad *x, double *result, struct engine_accumulator *a,
@@ -444,11 +450,126 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     return (uint32_t)bad_mask;
 }
 
-#define FLOAT64_KERNEL   engine_exact_float64_avx2
-#define FLOAT64_FUNCTION AVX2_FUNCTION
-#define FLOAT64_STATE    struct float64_quad
-#define FLOAT64_LANES    4
-#include "engine/engine_float64_driver.h"
+/* The block of 8 elements at j, tracking the minimum (struct float64_kernel's `tracked`). */
+AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_tracked(const struct float64_call *call, size_t j, double *errors, uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_quad x0, x1; /* not an array: they stay in registers */
+    float64_start(&x0, 1);
+    float64_start(&x1, 1);
+    float64_add(&x0, (const double *)contributions[0] + j, NULL, 1);
+    float64_add(&x1, (const double *)contributions[0] + j + 4, NULL, 1);
+    struct float64_second y0, y1;
+    float64_second_start(&y0);
+    float64_second_start(&y1);
+    if (errors) { /* the first pass's output kept, the second pass run alongside */
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+            float64_second_add(&y0, float64_add(&x0, p, slot, 1));
+            float64_second_add(&y1, float64_add(&x1, p + 4, slot + 4, 1));
+        }
+        float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+        float64_second_add(&y1, x1.s);
+        double *top = errors + (size_t)(call->count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+        memcpy(top, &x0.s, sizeof x0.s);
+        memcpy(top + 4, &x1.s, sizeof x1.s);
+    } else {
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            float64_add(&x0, p, NULL, 1);
+            float64_add(&x1, p + 4, NULL, 1);
+        }
+    }
+    const struct float64_quad x[2] = {x0, x1};
+    const struct float64_second y[2] = {y0, y1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, x, call->result,
+                          call->a, call->general, errors, y, 1, proved);
+}
+
+/* The block of 8 elements at j without the minimum (struct float64_kernel's `untracked`): when
+ * some lane is refused, the minimum is found after all and the block finished again, so that
+ * the exact-errors test decides as in a tracked block. */
+AVX2_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_untracked(const struct float64_call *call, size_t j, int *tracked_after_all,
+                        uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_quad x0, x1;
+    float64_start(&x0, 0);
+    float64_start(&x1, 0);
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_add(&x0, p, NULL, 0);
+        float64_add(&x1, p + 4, NULL, 0);
+    }
+    const struct float64_quad x[2] = {x0, x1};
+    uint32_t refused = float64_finish(call->op, call->dir, contributions, call->count, j, x,
+                                      call->result, call->a, call->general, NULL, NULL, 0, proved);
+    if (refused != FLOAT64_TRACK_FIRST) return refused;
+    *tracked_after_all = 1;
+    struct float64_quad fresh;
+    float64_start(&fresh, 1);
+    x0.min = x1.min = fresh.min;
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_track(&x0, p);
+        float64_track(&x1, p + 4);
+    }
+    const struct float64_quad tracked_x[2] = {x0, x1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, tracked_x,
+                          call->result, call->a, call->general, NULL, NULL, 1, proved);
+}
+
+/* Elements [j, j + length) with many contributions (struct float64_kernel's `streamed`): the
+ * states of their vectors stay in L1 while FLOAT64_GROUP contributions at a time stream
+ * through them. */
+AVX2_FUNCTION static void float64_streamed(const struct float64_call *call, size_t j, size_t length,
+                                           int far)
+{
+    struct float64_quad x[FLOAT64_BLOCK / 4];
+    const int vectors = (int)(length / 4), count = call->count;
+    for (int v = 0; v < vectors; v++)
+        float64_start(&x[v], 1);
+    for (int k = 0; k < count; k += FLOAT64_GROUP) {
+        int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+        for (int v = 0; v < vectors; v++) {
+            struct float64_quad y = x[v];
+            for (int g = 0; g < group; g++) {
+                const double *p = (const double *)call->contributions[k + g] + j + 4 * (size_t)v;
+                if (far && (v & 1) == 0) engine_prefetch_ahead(p, FLOAT64_BLOCK * sizeof(double));
+                float64_add(&y, p, NULL, 1);
+            }
+            x[v] = y;
+        }
+    }
+    for (int v = 0; v < vectors; v += 2) {
+        uint32_t proved;
+        float64_finish(call->op, call->dir, call->contributions, count, j + 4 * (size_t)v, &x[v],
+                       call->result, call->a, call->general, NULL, NULL, 1, &proved);
+    }
+}
+
+static const struct float64_kernel float64_kernel = {
+    .block = 8,
+    .direct = FLOAT64_DIRECT,
+    .stream_block = FLOAT64_BLOCK,
+    .tracked = float64_block_tracked,
+    .untracked = float64_block_untracked,
+    .streamed = float64_streamed,
+};
+
+/* Exact binary64: the cascade over blocks of 8 elements (engine_float64_driver.h). */
+AVX2_FUNCTION size_t engine_exact_float64_avx2(reprod_op op, reprod_rounding dir,
+                                               const void *const *contributions, int count,
+                                               size_t element_count, double *result,
+                                               struct engine_accumulator *a, size_t *general)
+{
+    const struct float64_call call = {op,     dir, contributions, count, element_count,
+                                      result, a,   general};
+    return engine_float64_drive(&float64_kernel, &call);
+}
 
 #else /* not x86-64: no AVX2 kernels */
 

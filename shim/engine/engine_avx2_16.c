@@ -71,7 +71,8 @@ AVX2_FUNCTION static inline __m128i round_nearest8(reprod_type type, __m256d x0,
 /* Bit l set: lane l of the 16 bfloat16 elements at offset j spans more binades than the
  * binary64 sums' window, or holds an infinity or NaN (the span check of engine_avx2.c on the
  * 16-bit magnitudes, 16 lanes per vector); each lane's largest magnitude and smallest nonzero
- * one minus one, as binary32 bits, into largest[l], smallest[l] (engine_wide32_chunk_fn's). */
+ * one minus one, as binary32 bits, into largest[l], smallest[l] (as
+ * engine_beyond_window_chunk_fn takes them). */
 AVX2_FUNCTION static uint32_t bfloat16_span_check(const void *const *contributions, int count,
                                                   size_t j, uint32_t *largest, uint32_t *smallest)
 {
@@ -118,7 +119,7 @@ AVX2_FUNCTION static uint32_t bfloat16_span_check(const void *const *contributio
 AVX2_FUNCTION size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                              const void *const *contributions, int count,
                                              size_t element_count, uint16_t *result,
-                                             engine_wide32_chunk_fn *wide_chunk,
+                                             engine_beyond_window_chunk_fn *wide_chunk,
                                              struct engine_accumulator *a, size_t *general)
 {
     const struct engine_format f = engine_format_of(type);
@@ -293,7 +294,7 @@ AVX2_FUNCTION size_t engine_ordered_small_avx2(reprod_type type, int average,
 
 size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                const void *const *contributions, int count, size_t element_count,
-                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               uint16_t *result, engine_beyond_window_chunk_fn *wide_chunk,
                                struct engine_accumulator *a, size_t *general)
 {
     (void)type, (void)op, (void)dir, (void)contributions, (void)count, (void)element_count;

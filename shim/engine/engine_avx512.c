@@ -4,6 +4,7 @@
  * binary64 certified by the inexact flag or by the span check, and the binary64 TwoSum cascade.
  * Built on x86-64 only; -ffp-contract=off keeps FMAs out.
  */
+#include "engine/engine_float64_driver.h"
 #include "engine/engine_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -25,8 +26,9 @@ int engine_cpu_has_avx512(void)
     int has = atomic_load_explicit(&cached, memory_order_relaxed);
     if (has < 0) {
         __builtin_cpu_init();
-        /* The distillation tier's AVX-512 build (engine_distill.c) uses DQ, VL and BW too:
-         * every AVX-512 CPU since Skylake-SP has them; one without them runs the AVX2 level. */
+        /* The later tiers' AVX-512 builds (engine_distill.c, engine_beyond_window.c) use DQ,
+         * VL and BW too: every AVX-512 CPU since Skylake-SP has them; one without them runs the
+         * AVX2 level. */
         has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
         atomic_store_explicit(&cached, has, memory_order_relaxed);
@@ -60,7 +62,7 @@ static inline void float32_prefetch(const float *p)
 /* Bit l set: lane l of the 32 binary32 elements at offset j is outside the fast window or holds
  * an infinity or NaN (the span check of engine_avx2.c, 16 lanes per vector); each lane's
  * largest magnitude bits and smallest nonzero ones minus one into largest[l], smallest[l], for
- * the tiers beyond the window (engine_wide32_fn). */
+ * the tiers beyond the window (engine_beyond_window_fn). */
 AVX512_FUNCTION static uint32_t float32_span_check(const void *const *contributions, int count,
                                                    size_t j, uint32_t *largest, uint32_t *smallest,
                                                    int far)
@@ -126,20 +128,20 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
     const int vector_store = op == REPROD_SUM && dir == REPROD_ROUND_NEAREST;
     double sums[FLOAT32_CHUNK];
     size_t j = 0;
-    int wide = 0; /* the last chunk was mostly beyond the window: send this one whole to (h) */
+    int wide = 0; /* the last chunk was mostly beyond the window: this one whole to the split */
     const int far = engine_prefetch_wanted(count, element_count, sizeof(float));
     while (j + 32 <= element_count) {
         size_t length = element_count - j < FLOAT32_CHUNK ? element_count - j : FLOAT32_CHUNK;
         length &= ~(size_t)31;
         uint32_t largest[FLOAT32_CHUNK], smallest[FLOAT32_CHUNK]; /* the span check's */
-        if (wide) {              /* (h) decides in-window lanes too: skip the binary64 sums */
+        if (wide) {              /* the split decides in-window lanes too: skip the binary64 sums */
             int wide_groups = 0; /* the span check says whether the next chunk stays here */
             for (size_t b = 0; b < length; b += 32)
                 wide_groups += float32_wide_groups(float32_span_check(
                     contributions, count, j + b, largest + b, smallest + b, far));
             wide = 2 * (size_t)wide_groups > length / 16;
-            engine_wide32_avx512_chunk(op, dir, contributions, count, j, length, largest, smallest,
-                                       result, a, general);
+            engine_beyond_window_chunk_avx512(op, dir, contributions, count, j, length, largest,
+                                              smallest, result, a, general);
             j += length;
             continue;
         }
@@ -147,7 +149,7 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
         inexact_clear();
         for (size_t b = 0; b < length; b += 32) {
             /* Even and odd contributions in separate partial sums (subsets: still exact): the
-             * order of engine_inner.h (i), whose plain test takes these sums beyond the window. */
+             * order of the bracket (engine_inner.h), which takes these sums beyond the window. */
             __m512d s0 = _mm512_set1_pd(-0.0), s1 = s0, s2 = s0, s3 = s0;
             __m512d u0 = s0, u1 = s0, u2 = s0, u3 = s0;
             int k = 0;
@@ -190,19 +192,21 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
             wide_groups += float32_wide_groups(bad_mask);
             uint32_t out[32];
             if (vector_store) { /* nearest: the hardware conversion (sums from -0 carry the right
-                                 * sign of zero); then (g) overwrites the bad lanes. Inputs are
-                                 * all read before the block's results are written. */
+                                 * sign of zero); then the tiers beyond the window overwrite the bad
+                                 * lanes. Inputs are all read before the block's results are
+                                 * written. */
                 for (int q = 0; q < 4; q++)
                     _mm256_storeu_ps((float *)out + 8 * q,
                                      _mm512_cvtpd_ps(_mm512_loadu_pd(sum + 8 * q)));
             }
             if (bad_mask & 0xffff)
-                engine_wide32_avx512(op, dir, contributions, count, j + b, 16, bad_mask & 0xffff,
-                                     known, smallest + b, sum, out, a, general);
+                engine_beyond_window_avx512(op, dir, contributions, count, j + b, 16,
+                                            bad_mask & 0xffff, known, smallest + b, sum, out, a,
+                                            general);
             if (bad_mask >> 16)
-                engine_wide32_avx512(op, dir, contributions, count, j + b + 16, 16, bad_mask >> 16,
-                                     known ? known + 16 : NULL, smallest + b + 16, sum + 16,
-                                     out + 16, a, general);
+                engine_beyond_window_avx512(op, dir, contributions, count, j + b + 16, 16,
+                                            bad_mask >> 16, known ? known + 16 : NULL,
+                                            smallest + b + 16, sum + 16, out + 16, a, general);
             for (int lane = 0; lane < 32 && !vector_store; lane++) {
                 size_t index = j + b + (size_t)lane;
                 if (!((bad_mask >> lane) & 1))
@@ -218,8 +222,8 @@ AVX512_FUNCTION size_t engine_exact_float32_avx512(reprod_op op, reprod_rounding
 }
 
 /* Lanes where the sum s + t, beyond the window, still rounds as the exact sum: the vector
- * form of engine_fast_certified (engine_inner.h, (d)); a = fl(sum |e_k|), two_n = 2N; nearest
- * for rounding to nearest (only S = RN(exact sum) is needed there). */
+ * form of engine_rounding_certified (engine_inner.h: the certified rounding); a = fl(sum |e_k|),
+ * two_n = 2N; nearest for rounding to nearest (only S = RN(exact sum) is needed there). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
 float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)
 {
@@ -242,16 +246,17 @@ float64_certified(__m512d s, __m512d t, __m512d a, __m512d two_n, int nearest)
 }
 
 /* The binary64 kernel's running state of 8 elements: the TwoSum cascade (s, t), the sum a of
- * |e_k| for the tests of engine_inner.h (c') and (d), and the min of the doubled magnitude
- * bits minus one (zeros never win it: all ones) for (c'). Both tests are needed: data with few
- * bits beyond the type's often sum to exact ties, which only (c') proves; wide spreads and
- * cancellation only (d). */
+ * |e_k| for the exact-errors test and the certified rounding (engine_inner.h), and the min of the
+ * doubled magnitude bits minus one (zeros never win it: all ones) for the exact-errors test. Both
+ * are needed: data with few bits beyond the type's often sum to exact ties, which only the
+ * exact-errors test proves; wide spreads and cancellation only the certified rounding. */
 struct float64_lanes {
     __m512d s, t, a;
     __m512i min;
 };
 
-/* track 0: no minimum (min 0 gives u = 2^-1074 in (c'): a true bound, if a useless one). */
+/* track 0: no minimum (min 0 gives u = 2^-1074 in the exact-errors test: a true bound, if a
+ * useless one). */
 AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int track)
 {
     x->s = _mm512_set1_pd(-0.0);
@@ -259,8 +264,8 @@ AVX512_FUNCTION static inline void float64_start(struct float64_lanes *x, int tr
     x->min = _mm512_set1_epi64(track ? -1 : 0);
 }
 
-/* The minimum for (c'): the doubled magnitude bits minus one (zeros: all ones) of the 8 terms
- * at p into x->min. */
+/* The minimum for the exact-errors test: the doubled magnitude bits minus one (zeros: all ones) of
+ * the 8 terms at p into x->min. */
 AVX512_FUNCTION static inline __attribute__((always_inline)) void
 float64_track(struct float64_lanes *x, const double *p)
 {
@@ -290,7 +295,7 @@ float64_add(struct float64_lanes *x, const double *p, double *error_slot, const 
     return e;
 }
 
-/* The distillation tier's second pass (engine_inner.h (e)) run alongside the first: the
+/* The distillation tier's second pass (engine_inner.h: DISTILLED) run alongside the first: the
  * cascade over [e_1, ..., e_{N-1}, s] as the first pass makes them, (s, t, a) as there. */
 struct float64_second {
     __m512d s, t, a;
@@ -316,7 +321,8 @@ float64_second_add(struct float64_second *y, __m512d v)
 }
 
 /* Lanes of a finished state whose s + t is not the fast path's result: t not proved exact by
- * (c') and s + t not certified by (d), or a non-finite s + t (infinities, NaNs, overflow). */
+ * the exact-errors test and s + t not certified, or a non-finite s + t (infinities, NaNs,
+ * overflow). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) __mmask8
 float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, __mmask8 *proved)
 {
@@ -339,10 +345,10 @@ float64_refused(const struct float64_lanes *x, int count, reprod_rounding dir, _
 
 /* Write the results of the 16 elements at j from their finished states x[0], x[1]; prepared:
  * NULL, or their first pass's output for the distillation tier, and then y[0], y[1] its
- * second pass, which decides lanes (d) accepts there; tracked: whether x holds (c')'s
- * minimum; *proved: the lanes (c') proved. Returns the lanes the first pass refused, or
- * FLOAT64_TRACK_FIRST, having written nothing, when x lacks the minimum and some lane is
- * refused ((c') might decide it). */
+ * second pass, which decides lanes the certified rounding accepts there; tracked: whether
+ * x holds the exact-errors test's minimum; *proved: the lanes that test proved. Returns the lanes
+ * the first pass refused, or FLOAT64_TRACK_FIRST, having written nothing, when x lacks the minimum
+ * and some lane is refused (the exact-errors test might decide it). */
 AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
 float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributions, int count,
                size_t j, const struct float64_lanes *x, double *result,
@@ -424,11 +430,126 @@ float64_finish(reprod_op op, reprod_rounding dir, const void *const *contributio
     return bad_mask;
 }
 
-#define FLOAT64_KERNEL   engine_exact_float64_avx512
-#define FLOAT64_FUNCTION AVX512_FUNCTION
-#define FLOAT64_STATE    struct float64_lanes
-#define FLOAT64_LANES    8
-#include "engine/engine_float64_driver.h"
+/* The block of 16 elements at j, tracking the minimum (struct float64_kernel's `tracked`). */
+AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_tracked(const struct float64_call *call, size_t j, double *errors, uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_lanes x0, x1; /* not an array: they stay in registers */
+    float64_start(&x0, 1);
+    float64_start(&x1, 1);
+    float64_add(&x0, (const double *)contributions[0] + j, NULL, 1);
+    float64_add(&x1, (const double *)contributions[0] + j + 8, NULL, 1);
+    struct float64_second y0, y1;
+    float64_second_start(&y0);
+    float64_second_start(&y1);
+    if (errors) { /* the first pass's output kept, the second pass run alongside */
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            double *slot = errors + (size_t)(k - 1) * ENGINE_DISTILL_PREPARED_LANES;
+            float64_second_add(&y0, float64_add(&x0, p, slot, 1));
+            float64_second_add(&y1, float64_add(&x1, p + 8, slot + 8, 1));
+        }
+        float64_second_add(&y0, x0.s); /* the first pass's s comes last */
+        float64_second_add(&y1, x1.s);
+        double *top = errors + (size_t)(call->count - 1) * ENGINE_DISTILL_PREPARED_LANES;
+        memcpy(top, &x0.s, sizeof x0.s);
+        memcpy(top + 8, &x1.s, sizeof x1.s);
+    } else {
+        for (int k = 1; k < call->count; k++) {
+            const double *p = (const double *)contributions[k] + j;
+            float64_add(&x0, p, NULL, 1);
+            float64_add(&x1, p + 8, NULL, 1);
+        }
+    }
+    const struct float64_lanes x[2] = {x0, x1};
+    const struct float64_second y[2] = {y0, y1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, x, call->result,
+                          call->a, call->general, errors, y, 1, proved);
+}
+
+/* The block of 16 elements at j without the minimum (struct float64_kernel's `untracked`): when
+ * some lane is refused, the minimum is found after all and the block finished again, so that
+ * the exact-errors test decides as in a tracked block. */
+AVX512_FUNCTION static inline __attribute__((always_inline)) uint32_t
+float64_block_untracked(const struct float64_call *call, size_t j, int *tracked_after_all,
+                        uint32_t *proved)
+{
+    const void *const *contributions = call->contributions;
+    struct float64_lanes x0, x1;
+    float64_start(&x0, 0);
+    float64_start(&x1, 0);
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_add(&x0, p, NULL, 0);
+        float64_add(&x1, p + 8, NULL, 0);
+    }
+    const struct float64_lanes x[2] = {x0, x1};
+    uint32_t refused = float64_finish(call->op, call->dir, contributions, call->count, j, x,
+                                      call->result, call->a, call->general, NULL, NULL, 0, proved);
+    if (refused != FLOAT64_TRACK_FIRST) return refused;
+    *tracked_after_all = 1;
+    struct float64_lanes fresh;
+    float64_start(&fresh, 1);
+    x0.min = x1.min = fresh.min;
+    for (int k = 0; k < call->count; k++) {
+        const double *p = (const double *)contributions[k] + j;
+        float64_track(&x0, p);
+        float64_track(&x1, p + 8);
+    }
+    const struct float64_lanes tracked_x[2] = {x0, x1};
+    return float64_finish(call->op, call->dir, contributions, call->count, j, tracked_x,
+                          call->result, call->a, call->general, NULL, NULL, 1, proved);
+}
+
+/* Elements [j, j + length) with many contributions (struct float64_kernel's `streamed`): the
+ * states of their vectors stay in L1 while FLOAT64_GROUP contributions at a time stream
+ * through them. */
+AVX512_FUNCTION static void float64_streamed(const struct float64_call *call, size_t j,
+                                             size_t length, int far)
+{
+    struct float64_lanes x[FLOAT64_BLOCK / 8];
+    const int vectors = (int)(length / 8), count = call->count;
+    for (int v = 0; v < vectors; v++)
+        float64_start(&x[v], 1);
+    for (int k = 0; k < count; k += FLOAT64_GROUP) {
+        int group = count - k < FLOAT64_GROUP ? count - k : FLOAT64_GROUP;
+        for (int v = 0; v < vectors; v++) {
+            struct float64_lanes y = x[v];
+            for (int g = 0; g < group; g++) {
+                const double *p = (const double *)call->contributions[k + g] + j + 8 * (size_t)v;
+                if (far) engine_prefetch_ahead(p, FLOAT64_BLOCK * sizeof(double));
+                float64_add(&y, p, NULL, 1);
+            }
+            x[v] = y;
+        }
+    }
+    for (int v = 0; v < vectors; v += 2) {
+        uint32_t proved;
+        float64_finish(call->op, call->dir, call->contributions, count, j + 8 * (size_t)v, &x[v],
+                       call->result, call->a, call->general, NULL, NULL, 1, &proved);
+    }
+}
+
+static const struct float64_kernel float64_kernel = {
+    .block = 16,
+    .direct = FLOAT64_DIRECT,
+    .stream_block = FLOAT64_BLOCK,
+    .tracked = float64_block_tracked,
+    .untracked = float64_block_untracked,
+    .streamed = float64_streamed,
+};
+
+/* Exact binary64: the cascade over blocks of 16 elements (engine_float64_driver.h). */
+AVX512_FUNCTION size_t engine_exact_float64_avx512(reprod_op op, reprod_rounding dir,
+                                                   const void *const *contributions, int count,
+                                                   size_t element_count, double *result,
+                                                   struct engine_accumulator *a, size_t *general)
+{
+    const struct float64_call call = {op,     dir, contributions, count, element_count,
+                                      result, a,   general};
+    return engine_float64_drive(&float64_kernel, &call);
+}
 
 #else /* not x86-64: no AVX-512 kernels */
 

@@ -1,10 +1,37 @@
-/* engine_inner.h: the exact reduction of one element: the fast paths in binary64, their
+/* engine_inner.h: the exact reduction of one element: the tiers that decide it cheaply, their
  * exactness conditions, and the superaccumulator of the general path.
  *
  * Every function here works on one element and is shared with the GPU kernels (one source of
- * truth for the arithmetic); the host engine (engine.c) runs the same fast-path arithmetic on
- * blocks of elements with vectors. Which path an element takes never changes its bits, because
- * both compute the exact sum and round it once with engine_round_value.
+ * truth for the arithmetic). The host engine runs the same tiers on vectors of elements
+ * (engine.c, engine_avx2.c, engine_avx512.c, engine_distill.c, engine_beyond_window.c): the
+ * arithmetic per term in
+ * vector code, every decision by calling these functions lane by lane (see "Lane masks"). Which
+ * tier decides an element never changes its bits: each computes the exact sum, or a pair that
+ * rounds as it does, and rounds it once.
+ *
+ * The tiers, in the order an element meets them (enum engine_tier; the letters name their
+ * proofs below, where they serve as cross-references):
+ *
+ *   name          proof  what decides the element                                  types
+ *   WINDOW        (c)    the terms' exponents span at most the window: their        16, 32 bits
+ *                        binary64 sum is exact
+ *   EXACT_ERRORS  (c')   TwoSum cascade (s, t): t, the sum of its errors, is         binary64
+ *                        proved exact from their magnitudes and the smallest term
+ *   CERTIFIED     (d)    the cascade's s + t is certified to round as the exact     binary64
+ *                        sum (a bound on t's error against the gap beside s + t)
+ *   DISTILLED     (e)    the cascade run again over its own output, up to           binary64
+ *                        ENGINE_DISTILL_PASSES times, each pass judged by (d), (c')
+ *   MIDPOINT      (f)    a distilled sum on a midpoint whose side the rest decides  binary64
+ *   BRACKET       (i)    the plain binary64 sum, +- a bound on its error, rounds    binary32,
+ *                        to one value at both ends                                  bfloat16
+ *   SPLIT         (h)    the terms split against powers of two (ExtractScalar):     binary32,
+ *                        the parts' sums are exact                                  bfloat16
+ *   CASCADE       (g)    the binary64 cascade over the terms (with distillation),   binary32,
+ *                        rounded through the odd neighbour                          bfloat16
+ *   GENERAL       --     the superaccumulator: every element the others leave      all
+ *
+ * (a) and (b) are lemmas of (c); binary32 meets BRACKET, SPLIT and CASCADE in that order (the
+ * vector kernels may run SPLIT first on cancelling data: the same elements decided).
  */
 #ifndef REPROD_ENGINE_INNER_H
 #define REPROD_ENGINE_INNER_H
@@ -23,6 +50,20 @@
 #define ENGINE_ACC_LIMB_BITS    32      /* data bits per limb; the code shifts by 32 */
 #define ENGINE_ACC_LOW_EXPONENT (-1106) /* weight of bit 0: 2^-1106 = 2^-1074 / 2^32 */
 #define ENGINE_ACC_LIMBS        68      /* limbs 0..67: bits of weight 2^-1106 .. 2^1069 */
+
+/* Which tier decided an element (0: none yet; the general path decides). */
+enum engine_tier {
+    ENGINE_TIER_NONE = 0,
+    ENGINE_TIER_WINDOW,       /* (c) */
+    ENGINE_TIER_EXACT_ERRORS, /* (c') */
+    ENGINE_TIER_CERTIFIED,    /* (d) */
+    ENGINE_TIER_DISTILLED,    /* (e) */
+    ENGINE_TIER_MIDPOINT,     /* (f) */
+    ENGINE_TIER_BRACKET,      /* (i) */
+    ENGINE_TIER_SPLIT,        /* (h) */
+    ENGINE_TIER_CASCADE,      /* (g) */
+    ENGINE_TIER_GENERAL,
+};
 
 /* ---- Small helpers ---------------------------------------------------------------------- */
 
@@ -54,6 +95,91 @@ ENGINE_FUNCTION uint64_t engine_zero_bits(const struct engine_format *f, reprod_
 {
     int negative = all_negative_zero || (!all_positive_zero && dir == REPROD_ROUND_DOWN);
     return negative ? engine_sign_bit(f) : 0;
+}
+
+/* ---- Lane masks -------------------------------------------------------------------------
+ * Every test that decides an element returns a mask: all ones (-1) where it holds, 0 where not,
+ * computed with shifts, subtractions and bitwise operations, never a comparison or a branch on
+ * the element's values (a branch on the call's parameters, the same for every element, is
+ * fine). One element runs such a test branch-free (the GPU kernel, engine_exact_element); the
+ * host kernels run the same function on each lane of a vector in a plain loop, which the
+ * compiler turns into vector code (engine_lanes.h): one implementation of each decision for
+ * both. A caller on one element reads a mask as a truth value. The bits of a double compare as
+ * signed integers as the doubles do when both are >= 0 and not NaNs. */
+
+#define ENGINE_MAGNITUDE 0x7fffffffffffffffll /* bits of a double but the sign */
+#define ENGINE_EXPONENT  0x7ff0000000000000ll /* its exponent field; +infinity */
+#define ENGINE_FRACTION  0x000fffffffffffffll /* its fraction field */
+
+typedef int64_t engine_mask; /* -1 or 0 */
+
+/* Unroll the next loop completely where its trip count is known when compiled: GCC vectorises a
+ * lane loop of the host kernels only with no loop left inside it (clang needs no hint, and would
+ * warn where the count is not known). */
+#if defined(__CUDACC__)
+#define ENGINE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define ENGINE_UNROLL _Pragma("GCC unroll 8")
+#else
+#define ENGINE_UNROLL
+#endif
+
+/* The bits of a double as a signed integer, and back. */
+ENGINE_FUNCTION int64_t engine_signed_bits(double x)
+{
+    return (int64_t)engine_double_bits(x);
+}
+
+ENGINE_FUNCTION double engine_from_signed_bits(int64_t bits)
+{
+    return engine_double_from_bits((uint64_t)bits);
+}
+
+/* x < 0 (>> of a negative int64_t shifts in sign bits: engine_round.h's assumptions). */
+ENGINE_FUNCTION engine_mask engine_mask_negative(int64_t x)
+{
+    return x >> 63;
+}
+
+/* x == 0, for x >= 0. */
+ENGINE_FUNCTION engine_mask engine_mask_zero(int64_t x)
+{
+    return (x - 1) >> 63;
+}
+
+/* x > y, for y >= 0: the subtraction runs unsigned (no overflow) and counts only when x >= 0. */
+ENGINE_FUNCTION engine_mask engine_mask_above(int64_t x, int64_t y)
+{
+    return engine_mask_negative((int64_t)((uint64_t)y - (uint64_t)x)) & ~engine_mask_negative(x);
+}
+
+/* x and y equal as values (+0 and -0 too), for x and y not NaNs. */
+ENGINE_FUNCTION engine_mask engine_mask_equal(double x, double y)
+{
+    int64_t a = engine_signed_bits(x), b = engine_signed_bits(y), differ = a ^ b;
+    return ~engine_mask_negative(differ | (int64_t)(0 - (uint64_t)differ)) |
+           (engine_mask_zero(a & ENGINE_MAGNITUDE) & engine_mask_zero(b & ENGINE_MAGNITUDE));
+}
+
+/* x is finite. */
+ENGINE_FUNCTION engine_mask engine_mask_finite(double x)
+{
+    return engine_mask_negative((engine_signed_bits(x) & ENGINE_MAGNITUDE) - ENGINE_EXPONENT);
+}
+
+/* x where `mask`, y elsewhere, bit by bit. */
+ENGINE_FUNCTION double engine_select(engine_mask mask, double x, double y)
+{
+    return engine_from_signed_bits((engine_signed_bits(x) & mask) |
+                                   (engine_signed_bits(y) & ~mask));
+}
+
+/* The running minimum `low` of magnitude bits minus one (zeros: all ones, never the minimum)
+ * with a term's bits taken in. */
+ENGINE_FUNCTION int64_t engine_min_less_one(int64_t low, int64_t bits)
+{
+    int64_t less_one = (int64_t)(((uint64_t)bits - 1) & ENGINE_MAGNITUDE), step = less_one - low;
+    return low + (step & engine_mask_negative(step));
 }
 
 /* ---- Loading and storing elements ------------------------------------------------------- */
@@ -329,40 +455,44 @@ ENGINE_FUNCTION int engine_fast_span_ok(const struct engine_format *f, uint64_t 
 
 /* Whether t = fl(sum of e_k) is exact by (c'): error_sum = fl(sum |e_k|), and the smallest
  * nonzero term's magnitude bits minus one (zeros count as all ones: never the minimum). */
-ENGINE_FUNCTION int engine_fast_errors_exact(double error_sum, uint64_t min_nonzero_less_one)
+ENGINE_FUNCTION engine_mask engine_errors_exact(double error_sum, uint64_t min_nonzero_less_one)
 {
-    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffffffffffull) >> 52;
-    if (field < 1) field = 1;
-    return engine_double_bits(error_sum) <= field << 52;
+    int64_t field = (int64_t)(((min_nonzero_less_one + 1) & ENGINE_MAGNITUDE) >> 52);
+    field |= engine_mask_zero(field) & 1; /* at least 1 */
+    return ~engine_mask_above(engine_signed_bits(error_sum), field << 52);
 }
 
 /* The same for binary32 terms held as doubles, from the smallest nonzero term's binary32
  * magnitude bits minus one: each term is a multiple of u = 2^(f - 150), f that term's binary32
  * exponent field (at least 1: subnormals are multiples of 2^-149), and 2^52 u = 2^(f - 98) is
  * the double of field f + 925. */
-ENGINE_FUNCTION int engine_fast_errors_exact_float(double error_sum, uint32_t min_nonzero_less_one)
+ENGINE_FUNCTION engine_mask engine_errors_exact_float32(double error_sum,
+                                                        int64_t min_nonzero_less_one)
 {
-    uint64_t field = ((min_nonzero_less_one + 1) & 0x7fffffffu) >> 23;
-    if (field < 1) field = 1;
-    return engine_double_bits(error_sum) <= (field + 925) << 52;
+    int64_t field = ((min_nonzero_less_one + 1) & 0x7fffffff) >> 23;
+    field |= engine_mask_zero(field) & 1; /* at least 1 */
+    return ~engine_mask_above(engine_signed_bits(error_sum), (field + 925) << 52);
 }
 
 /* Whether s + t rounds as the exact sum s + (sum of e_k) does in direction dir, t = fl(sum of
  * e_k) and error_sum = fl(sum |e_k|) over N = count terms (see (d) above); the caller checks
  * that s + t is finite. */
-ENGINE_FUNCTION int engine_fast_certified(double s, double t, double error_sum, int count,
-                                          reprod_rounding dir)
+ENGINE_FUNCTION engine_mask engine_rounding_certified(double s, double t, double error_sum,
+                                                      int count, reprod_rounding dir)
 {
     double S, T;
     engine_two_sum(s, t, &S, &T);
-    int nearest = dir == REPROD_ROUND_NEAREST;
-    uint64_t S_bits = engine_double_bits(S), T_bits = engine_double_bits(T);
-    uint64_t power = S_bits & 0x7ff0000000000000ull; /* 2^k, or 0 when S is subnormal */
-    int halved = (S_bits & 0xfffffffffffffull) == 0 && (nearest || ((S_bits ^ T_bits) >> 63) != 0);
-    double G = engine_double_from_bits(power) * (halved ? 0.5 : 1.0);
-    double tail = engine_double_from_bits(T_bits & 0x7fffffffffffffffull) * 0x1p53;
-    double Z = error_sum * (2.0 * count) * 2.0;
-    return error_sum == 0 || ((nearest || tail > Z) && G - tail > Z);
+    const engine_mask nearest = -(engine_mask)(dir == REPROD_ROUND_NEAREST); /* every element */
+    int64_t S_bits = engine_signed_bits(S), T_bits = engine_signed_bits(T);
+    double G = engine_from_signed_bits(S_bits & ENGINE_EXPONENT); /* 2^k; 0 when S is subnormal */
+    engine_mask halved = engine_mask_zero(S_bits & ENGINE_FRACTION) &
+                         (nearest | engine_mask_negative(S_bits ^ T_bits)); /* T toward zero */
+    G = engine_select(halved, G * 0.5, G);
+    double tail = engine_from_signed_bits(T_bits & ENGINE_MAGNITUDE) * 0x1p53;
+    int64_t Z_bits = engine_signed_bits(error_sum * (2.0 * count) * 2.0); /* >= 0, or a NaN */
+    engine_mask inside = (nearest | engine_mask_above(engine_signed_bits(tail), Z_bits)) &
+                         engine_mask_above(engine_signed_bits(G - tail), Z_bits);
+    return engine_mask_zero(engine_signed_bits(error_sum)) | inside;
 }
 
 /* Whether a binary64 value is finite (integer test: no libm, no environment). */
@@ -518,55 +648,67 @@ ENGINE_FUNCTION void engine_distill_pass(double *v, int n, double *s_out, double
  * all ones), for (c'): each error is a multiple of its own ulp, so of the smallest one's. */
 ENGINE_FUNCTION uint64_t engine_distill_errors_low(const double *v, int n)
 {
-    uint64_t low = 0x7fffffffffffffffull;
-    for (int k = 0; k < n - 1; k++) {
-        uint64_t less_one = (engine_double_bits(v[k]) - 1) & 0x7fffffffffffffffull;
-        low = less_one < low ? less_one : low;
-    }
-    return low;
+    int64_t low = ENGINE_MAGNITUDE;
+    for (int k = 0; k < n - 1; k++)
+        low = engine_min_less_one(low, engine_signed_bits(v[k]));
+    return (uint64_t)low;
 }
 
-/* (f) for a distilled v[0..n-1] = [rest..., c, s]: 1 with (s, t) that round as the exact sum,
- * 0 when it does not apply. */
-ENGINE_FUNCTION int engine_distill_tie(const double *v, int n, double *s_out, double *t_out)
+/* The midpoint rule (f) for a distilled expansion whose last two terms are c and s (`top`),
+ * given rest = fl(sum of the others) and rest_abs = fl(sum of their magnitudes), summed from 0 in
+ * their order, over N = count terms in all (N >= 3): where it applies, (s, t) that round as the
+ * exact sum in every direction. */
+ENGINE_FUNCTION engine_mask engine_midpoint(double top, double c, double rest, double rest_abs,
+                                            int count, double *s_out, double *t_out)
+{
+    double S, T;
+    engine_two_sum(top, c, &S, &T);
+    int64_t S_bits = engine_signed_bits(S), T_bits = engine_signed_bits(T);
+    int64_t power = S_bits & ENGINE_EXPONENT; /* 2^k: far from both ends of the range */
+    engine_mask in_range =
+        ~engine_mask_negative(power - (23ll << 52)) & engine_mask_negative(power - ENGINE_EXPONENT);
+    engine_mask halved =
+        engine_mask_zero(S_bits & ENGINE_FRACTION) & engine_mask_negative(S_bits ^ T_bits);
+    double h = engine_from_signed_bits(power) * 0x1p-53; /* the half gap on T's side */
+    h = engine_select(halved, h * 0.5, h);
+    engine_mask on_midpoint = engine_mask_zero((T_bits & ENGINE_MAGNITUDE) ^ engine_signed_bits(h));
+    int64_t Z_bits = engine_signed_bits(rest_abs * (2.0 * count) * 2.0);
+    double tail = engine_from_signed_bits(engine_signed_bits(rest) & ENGINE_MAGNITUDE) * 0x1p53;
+    engine_mask side_known = engine_mask_above(engine_signed_bits(tail), Z_bits) &
+                             engine_mask_above(engine_signed_bits(h * 0x1p53 - tail), Z_bits);
+    double next = S + 2.0 * T; /* the neighbour of S on T's side: exact */
+    engine_mask short_of_midpoint = engine_mask_negative(engine_signed_bits(rest) ^ T_bits);
+    *s_out = engine_select(short_of_midpoint, S, next);
+    *t_out = engine_select(short_of_midpoint, 0.5 * T, -0.5 * T);
+    return in_range & on_midpoint & side_known & engine_mask_finite(next);
+}
+
+/* The midpoint rule for a distilled v[0..n-1] = [rest..., c, s]: as engine_midpoint, 0 for
+ * n < 3. */
+ENGINE_FUNCTION engine_mask engine_midpoint_of(const double *v, int n, double *s_out, double *t_out)
 {
     if (n < 3) return 0;
-    double S, T;
-    engine_two_sum(v[n - 1], v[n - 2], &S, &T);
-    uint64_t S_bits = engine_double_bits(S), T_bits = engine_double_bits(T);
-    uint64_t power = S_bits & 0x7ff0000000000000ull; /* 2^k: far from both ends of the range */
-    if (power < 23ull << 52 || power == 0x7ff0000000000000ull) return 0;
-    int halved = (S_bits & 0xfffffffffffffull) == 0 && ((S_bits ^ T_bits) >> 63) != 0;
-    double h = engine_double_from_bits(power) * 0x1p-53 * (halved ? 0.5 : 1.0);
-    if ((T_bits & 0x7fffffffffffffffull) != engine_double_bits(h)) return 0;
     double rest = 0.0, rest_abs = 0.0;
     for (int k = 0; k < n - 2; k++) {
         rest += v[k];
         rest_abs += fabs(v[k]);
     }
-    double Z = rest_abs * (2.0 * n) * 2.0;
-    double tail = fabs(rest) * 0x1p53;
-    if (!(tail > Z && h * 0x1p53 - tail > Z)) return 0;
-    double next = S + 2.0 * T; /* the neighbour of S on T's side: exact */
-    if (!engine_is_finite(next)) return 0;
-    int short_of_midpoint = ((engine_double_bits(rest) ^ T_bits) >> 63) != 0;
-    *s_out = short_of_midpoint ? S : next;
-    *t_out = (short_of_midpoint ? 0.5 : -0.5) * T;
-    return 1;
+    return engine_midpoint(v[n - 1], v[n - 2], rest, rest_abs, n, s_out, t_out);
 }
 
-/* The distillation tier for binary64 element `index` (see (e)), rounding in dir: 1 with (s, t)
- * whose s + t rounds as the exact sum, 0 when it does not decide (then: the general path).
+/* The distillation tier for binary64 element `index` (see (e)), rounding in dir: the tier that
+ * decided (DISTILLED, or MIDPOINT for the rule (f)) with (s, t) whose s + t rounds as the exact
+ * sum, ENGINE_TIER_NONE when it does not decide (then: the general path).
  * Its first pass is the fast path's cascade, refused already; each later one is judged by
  * (d), then by (c') with u from the smallest nonzero error the pass left (every error is a
  * multiple of its own ulp, so of that u; a finer criterion than the terms' smallest), then
  * by (f). */
-ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int count,
-                                           size_t index, reprod_rounding dir, double *s_out,
-                                           double *t_out)
+ENGINE_FUNCTION enum engine_tier engine_distill_element(const void *const *contributions, int count,
+                                                        size_t index, reprod_rounding dir,
+                                                        double *s_out, double *t_out)
 {
     double v[ENGINE_DISTILL_TERMS];
-    if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
+    if (count < 1 || count > ENGINE_DISTILL_TERMS) return ENGINE_TIER_NONE;
     for (int k = 0; k < count; k++)
         v[k] = engine_double_from_bits(engine_load_bits(REPROD_FLOAT64, contributions[k], index));
     double s, t, error_sum;
@@ -574,34 +716,43 @@ ENGINE_FUNCTION int engine_distill_element(const void *const *contributions, int
     for (int pass = 0; pass < ENGINE_DISTILL_PASSES; pass++) {
         engine_distill_pass(v, count, &s, &t, &error_sum);
         if (!engine_is_finite(s + t)) continue;
-        int decided = engine_fast_certified(s, t, error_sum, count, dir);
-        if (!decided)
-            decided = engine_fast_errors_exact(error_sum, engine_distill_errors_low(v, count));
-        if (!decided) decided = engine_distill_tie(v, count, &s, &t);
-        if (decided) {
+        double s_tie, t_tie;
+        enum engine_tier tier = ENGINE_TIER_NONE;
+        if (engine_rounding_certified(s, t, error_sum, count, dir) ||
+            engine_errors_exact(error_sum, engine_distill_errors_low(v, count)))
+            tier = ENGINE_TIER_DISTILLED;
+        else if (engine_midpoint_of(v, count, &s_tie, &t_tie)) {
+            tier = ENGINE_TIER_MIDPOINT;
+            s = s_tie;
+            t = t_tie;
+        }
+        if (tier) {
             *s_out = s;
             *t_out = t;
-            return 1;
+            return tier;
         }
     }
-    return 0;
+    return ENGINE_TIER_NONE;
 }
 
 /* The distillation tier's result for element `index` (binary64, an op the fast path serves):
- * 1 with its bits, 0 when the general path must decide. Only for elements engine_exact_fast
+ * the tier that decided, with its bits, ENGINE_TIER_NONE when the general path must decide. Only
+ * for elements engine_exact_fast
  * refused, which hold a nonzero term (a zero sum is then +0, or -0 rounding down). */
-ENGINE_FUNCTION int engine_exact_distilled(reprod_type type, reprod_op op, reprod_rounding dir,
-                                           const void *const *contributions, int count,
-                                           size_t index, uint64_t *bits_out)
+ENGINE_FUNCTION enum engine_tier engine_exact_distilled(reprod_type type, reprod_op op,
+                                                        reprod_rounding dir,
+                                                        const void *const *contributions, int count,
+                                                        size_t index, uint64_t *bits_out)
 {
     double s, t;
-    if (type != REPROD_FLOAT64 || !engine_fast_double_serves(op, count)) return 0;
-    if (!engine_distill_element(contributions, count, index, dir, &s, &t)) return 0;
+    if (type != REPROD_FLOAT64 || !engine_fast_double_serves(op, count)) return ENGINE_TIER_NONE;
+    enum engine_tier tier = engine_distill_element(contributions, count, index, dir, &s, &t);
+    if (!tier) return ENGINE_TIER_NONE;
     const struct engine_format f = engine_format_of(REPROD_FLOAT64);
     uint64_t bits = engine_fast_finish_double(&f, dir, s, t, 1, contributions, count, index);
-    if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
+    if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return ENGINE_TIER_NONE;
     *bits_out = bits;
-    return 1;
+    return tier;
 }
 
 /* ---- Binary32 beyond its window ------------------------------------------------------------
@@ -666,48 +817,103 @@ ENGINE_FUNCTION uint32_t engine_load_float32_bits(reprod_type type, const void *
 
 /* The widest span of exponent fields (h) takes with `levels` levels for N = count terms of
  * the type (binary32 or bfloat16). */
-ENGINE_FUNCTION int engine_wide32_split_limit(reprod_type type, int count, int levels)
+ENGINE_FUNCTION int engine_split_limit(reprod_type type, int count, int levels)
 {
     int base = type == REPROD_BFLOAT16 ? 45 : 29;
     return base + 53 * levels - (levels + 1) * engine_ceil_log2(count);
 }
 
-/* The levels (h) takes, from the terms' largest binary32 magnitude bits and their smallest
- * nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span fits, 0
- * when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
-ENGINE_FUNCTION int engine_wide32_split_levels(reprod_type type, uint32_t high, uint32_t low,
-                                               int count)
+/* The split's parameters for N = count terms of the type (binary32 or bfloat16), the same for
+ * every element. */
+struct engine_split_rule {
+    int32_t limit[ENGINE_SPLIT_LEVELS + 1]; /* limit[k]: engine_split_limit of k levels (k >= 1) */
+    int64_t log2_count;                     /* L = ceil(log2 N) */
+    double step;                            /* 2^(L - 53): one level's sigma over the one before */
+};
+
+ENGINE_FUNCTION struct engine_split_rule engine_split_rule_of(reprod_type type, int count)
 {
-    int field_max = (int)(high >> 23), field_min = (int)(((low + 1) & 0x7fffffffu) >> 23);
-    if (field_min < 1) field_min = 1;
-    if (field_max >= 255) return 0;
-    for (int levels = 1; levels <= ENGINE_SPLIT_LEVELS; levels++)
-        if (field_max - field_min <= engine_wide32_split_limit(type, count, levels)) return levels;
-    return 0;
+    struct engine_split_rule rule;
+    rule.limit[0] = 0;
+    for (int k = 1; k <= ENGINE_SPLIT_LEVELS; k++)
+        rule.limit[k] = engine_split_limit(type, count, k);
+    rule.log2_count = engine_ceil_log2(count);
+    rule.step = engine_double_from_bits((uint64_t)(rule.log2_count - 53 + 1023) << 52);
+    return rule;
 }
 
-/* sigma = 2^(e + L) of (h)'s first level from the largest magnitude bits (e = F - 126, F at
- * least 1); each level's is 2^(L - 53) times the one before. */
-ENGINE_FUNCTION double engine_wide32_sigma(uint32_t high, int count)
+/* The span of the terms' exponent fields (the largest minus the smallest nonzero one, at least 1;
+ * -1 when every term is zero), from their largest binary32 magnitude bits and their smallest
+ * nonzero magnitude bits minus one (zeros: all ones); beyond every limit (4096 more) when a term
+ * is infinite or NaN. */
+ENGINE_FUNCTION int32_t engine_split_span(int32_t largest, int32_t smallest_less_one)
 {
-    int64_t field = (int64_t)(high >> 23);
-    if (field < 1) field = 1;
-    return engine_double_from_bits((uint64_t)(field - 126 + engine_ceil_log2(count) + 1023) << 52);
+    int32_t field_max = largest >> 23;
+    int32_t field_min = (int32_t)(((uint32_t)smallest_less_one + 1) & 0x7fffffffu) >> 23;
+    field_min = field_min > 1 ? field_min : 1;
+    return field_max - field_min + (field_max > 254 ? 4096 : 0); /* field 255: inf, NaN */
 }
 
-/* (h)'s accumulators of element `index` with `levels` levels (engine_wide32_split_levels's),
+/* Whether a span fits the limit of `levels` levels. */
+ENGINE_FUNCTION int32_t engine_split_fits(const struct engine_split_rule *rule, int32_t span,
+                                          int levels)
+{
+    return span <= rule->limit[levels] ? -1 : 0;
+}
+
+/* The levels the split takes for a span: the fewest whose limit it fits, 0 when none does. */
+ENGINE_FUNCTION int32_t engine_split_levels_for(const struct engine_split_rule *rule, int32_t span)
+{
+    int32_t levels = 1;
+    for (int k = 1; k < ENGINE_SPLIT_LEVELS; k++)
+        levels += 1 + engine_split_fits(rule, span, k); /* one more beyond each limit */
+    return levels & engine_split_fits(rule, span, ENGINE_SPLIT_LEVELS);
+}
+
+/* The levels the split (h) takes, from the terms' largest binary32 magnitude bits and their
+ * smallest nonzero magnitude bits minus one (zeros: all ones): the fewest whose limit the span
+ * fits, 0 when none up to ENGINE_SPLIT_LEVELS does or a term is infinite or NaN. */
+ENGINE_FUNCTION int engine_split_levels(reprod_type type, uint32_t high, uint32_t low, int count)
+{
+    struct engine_split_rule rule = engine_split_rule_of(type, count);
+    return engine_split_levels_for(&rule, engine_split_span((int32_t)high, (int32_t)low));
+}
+
+/* sigma = 2^(e + L) of the split's (h) first level from the largest magnitude bits (e = F - 126, F
+ * at least 1); each level's is 2^(L - 53) times the one before. */
+ENGINE_FUNCTION int32_t engine_split_sigma_field(const struct engine_split_rule *rule, int32_t high)
+{
+    int32_t field = high >> 23;
+    field = field > 1 ? field : 1;
+    return field - 126 + (int32_t)rule->log2_count + 1023;
+}
+
+ENGINE_FUNCTION double engine_split_sigma(const struct engine_split_rule *rule, int64_t high)
+{
+    return engine_from_signed_bits((int64_t)engine_split_sigma_field(rule, (int32_t)high) << 52);
+}
+
+/* The sigma of level `level` >= 1 from the one before, for an element whose terms span `span`:
+ * 0 when the element takes fewer levels (then q = r there, and the levels below get nothing:
+ * the accumulators of a vector lane that runs more levels than its own are its own ones'). */
+ENGINE_FUNCTION double engine_split_next_sigma(const struct engine_split_rule *rule,
+                                               double previous, int64_t span, int level)
+{
+    return engine_select(engine_mask_above(span, rule->limit[level]), previous * rule->step, 0.0);
+}
+
+/* The split's (h) accumulators of element `index` with `levels` levels (engine_split_levels's),
  * given the terms' largest binary32 magnitude bits: hi[0..levels-1] (largest first) and *lo,
  * whose sum is the exact sum of the terms. */
-ENGINE_FUNCTION void engine_wide32_split(reprod_type type, const void *const *contributions,
-                                         int count, size_t index, int levels, uint32_t largest,
-                                         double *hi, double *lo)
+ENGINE_FUNCTION void engine_split_sums(reprod_type type, const void *const *contributions,
+                                       int count, size_t index, int levels, uint32_t largest,
+                                       double *hi, double *lo)
 {
+    const struct engine_split_rule rule = engine_split_rule_of(type, count);
     double sigma[ENGINE_SPLIT_LEVELS], low = 0.0;
-    const double step = engine_double_from_bits((uint64_t)(engine_ceil_log2(count) - 53 + 1023)
-                                                << 52); /* 2^(L - 53) */
-    sigma[0] = engine_wide32_sigma(largest, count);
+    sigma[0] = engine_split_sigma(&rule, largest);
     for (int i = 0; i < levels; i++) {
-        if (i > 0) sigma[i] = sigma[i - 1] * step;
+        if (i > 0) sigma[i] = sigma[i - 1] * rule.step; /* the element's own levels */
         hi[i] = 0.0;
     }
     for (int k = 0; k < count; k++) {
@@ -723,49 +929,87 @@ ENGINE_FUNCTION void engine_wide32_split(reprod_type type, const void *const *co
     *lo = low;
 }
 
-/* (h)'s chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
+/* The split's (h) chain over its accumulators hi[0..levels-1] (largest first) and lo: 1 with S + T
  * fit for round to odd, 0 when the chain cannot tell. */
-ENGINE_FUNCTION int engine_wide32_chain(const double *hi, int levels, double lo, double *S_out,
-                                        double *T_out)
+ENGINE_FUNCTION engine_mask engine_split_chain(const double *hi, int levels, double lo,
+                                               double *S_out, double *T_out)
 {
     double s = lo, w = 0.0, D = 0.0, e = 0.0;
-    for (int i = levels - 1; i >= 0; i--) {
+    ENGINE_UNROLL for (int i = levels - 1; i >= 0; i--)
+    {
         engine_two_sum(hi[i], s, &s, &e);
         if (i > 0 && i == levels - 1) {
             w = e; /* the first error: w + e exact */
         } else if (i > 0) {
             double delta;
             engine_two_sum(w, e, &w, &delta);
-            D += delta < 0 ? -delta : delta;
+            D += fabs(delta);
         }
     }
-    double T = w + e, magnitude = T < 0 ? -T : T;
+    double T = w + e;
     *S_out = s;
     *T_out = T;
-    return s + T == s &&
-           (D == 0.0 || (magnitude >= 4.0 * D && s + 4.0 * D == s && s - 4.0 * D == s));
+    engine_mask fits = engine_mask_equal(s + T, s);
+    if (levels > 2) { /* D = 0 below three levels */
+        double four_D = 4.0 * D;
+        engine_mask large = ~engine_mask_above(engine_signed_bits(four_D),
+                                               engine_signed_bits(T) & ENGINE_MAGNITUDE);
+        fits &= engine_mask_zero(engine_signed_bits(D)) |
+                (large & engine_mask_equal(s + four_D, s) & engine_mask_equal(s - four_D, s));
+    }
+    return fits;
 }
 
-/* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T (see (g) and
- * (h)): 1, or 0 when neither (h) applies nor (c') proves it within the passes. */
-ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contributions, int count,
-                                      size_t index, double *S_out, double *T_out)
+/* Whether a pass of the cascade (g) over binary32 terms decides: its t proved exact (`exact`,
+ * by the exact-errors test) or s + t certified in its directed form (the exact sum lies
+ * strictly between S and its neighbour toward T, which is all the rounding through the odd
+ * double needs), and s + t finite. S + T = TwoSum(s, t), the exact sum where it decides. */
+ENGINE_FUNCTION engine_mask engine_cascade_decided(double s, double t, double error_sum, int count,
+                                                   engine_mask exact, double *S_out, double *T_out)
+{
+    engine_two_sum(s, t, S_out, T_out);
+    engine_mask decided =
+        exact | engine_rounding_certified(s, t, error_sum, count, REPROD_ROUND_UP);
+    return decided & engine_mask_finite(s + t);
+}
+
+/* The running largest magnitude bits of binary32 terms, with one term's bits taken in. */
+ENGINE_FUNCTION uint32_t engine_max_magnitude32(uint32_t largest, uint32_t bits)
+{
+    uint32_t magnitude = bits & 0x7fffffffu;
+    return magnitude > largest ? magnitude : largest;
+}
+
+/* The running smallest nonzero magnitude bits minus one of binary32 terms (zeros: all ones,
+ * never the minimum), with one term's bits taken in. */
+ENGINE_FUNCTION uint32_t engine_min_less_one32(uint32_t smallest, uint32_t bits)
+{
+    uint32_t less_one = (bits - 1) & 0x7fffffffu;
+    return less_one < smallest ? less_one : smallest;
+}
+
+/* The exact sum of the binary32 (or bfloat16) terms of element `index` as S + T, by the split
+ * (h) or the cascade (g): the tier, or ENGINE_TIER_NONE when the split does not apply and no pass
+ * of the cascade decides. */
+ENGINE_FUNCTION enum engine_tier engine_float32_exact_sum(reprod_type type,
+                                                          const void *const *contributions,
+                                                          int count, size_t index, double *S_out,
+                                                          double *T_out)
 {
     uint32_t largest = 0, smallest = 0x7fffffffu; /* magnitude bits; nonzero ones minus one */
     for (int k = 0; k < count; k++) {
         uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
-        uint32_t magnitude = bits & 0x7fffffffu, less_one = (bits - 1) & 0x7fffffffu;
-        largest = magnitude > largest ? magnitude : largest;
-        smallest = less_one < smallest ? less_one : smallest;
+        largest = engine_max_magnitude32(largest, bits);
+        smallest = engine_min_less_one32(smallest, bits);
     }
-    int levels = count >= 1 ? engine_wide32_split_levels(type, largest, smallest, count) : 0;
+    int levels = count >= 1 ? engine_split_levels(type, largest, smallest, count) : 0;
     if (levels) { /* (h) */
         double hi[ENGINE_SPLIT_LEVELS], lo;
-        engine_wide32_split(type, contributions, count, index, levels, largest, hi, &lo);
-        if (engine_wide32_chain(hi, levels, lo, S_out, T_out)) return 1;
+        engine_split_sums(type, contributions, count, index, levels, largest, hi, &lo);
+        if (engine_split_chain(hi, levels, lo, S_out, T_out)) return ENGINE_TIER_SPLIT;
     }
     double v[ENGINE_DISTILL_TERMS];
-    if (count < 1 || count > ENGINE_DISTILL_TERMS) return 0;
+    if (count < 1 || count > ENGINE_DISTILL_TERMS) return ENGINE_TIER_NONE;
     for (int k = 0; k < count; k++)
         v[k] =
             (double)engine_float_from_bits(engine_load_float32_bits(type, contributions[k], index));
@@ -777,17 +1021,12 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
             engine_distill_pass(v, count, &s, &t, &error_sum);
             low = engine_distill_errors_low(v, count);
         }
-        int decided = pass == 0 ? engine_fast_errors_exact_float(error_sum, smallest)
-                                : engine_fast_errors_exact(error_sum, low);
-        /* or (d) in its directed form: the exact sum lies strictly between S and its
-         * neighbour toward T, which is all the rounding through the odd double needs */
-        decided = decided || engine_fast_certified(s, t, error_sum, count, REPROD_ROUND_UP);
-        if (engine_is_finite(s + t) && decided) {
-            engine_two_sum(s, t, S_out, T_out);
-            return 1;
-        }
+        engine_mask exact = pass == 0 ? engine_errors_exact_float32(error_sum, smallest)
+                                      : engine_errors_exact(error_sum, low);
+        if (engine_cascade_decided(s, t, error_sum, count, exact, S_out, T_out))
+            return ENGINE_TIER_CASCADE;
     }
-    return 0;
+    return ENGINE_TIER_NONE;
 }
 
 /* (i) Before (h) and (g), and enough for nearly every element they would get: the plain binary64
@@ -799,7 +1038,7 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
  *     errs by at most half an ulp there, 2^(e + L - 53) <= B - beta: lo <= x, s <= hi. Rounding to
  *     the type (binary32, or bfloat16: p = 24 or 8) in direction dir is monotone, so when it takes
  *     lo and hi to the same value it takes every number between them there, x and s too: S = s, T =
- *     0 serve engine_wide32_finish. The test rounds the magnitudes' bits to p bits in the integers
+ *     0 serve engine_float32_finish. The test rounds the magnitudes' bits to p bits in the integers
  *     (truncating, adding all ones below, or half of that and the last kept bit: toward zero, away,
  *     to nearest even) and compares them, for lo and hi of one sign with magnitudes in binary32's
  *     normal range [2^-126, 2^128) (where the grid of p bits is the type's; zero, infinite and NaN
@@ -812,16 +1051,16 @@ ENGINE_FUNCTION int engine_wide32_sum(reprod_type type, const void *const *contr
  *     2^-26 of it (bfloat16: 2^-42): those go on to (h) and (g). Two operations a term, the same
  *     for every element. */
 
-/* (i)'s binary64 sum s of element `index`, and its terms' largest binary32 magnitude bits. */
-ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *const *contributions,
-                                               int count, size_t index, uint32_t *largest)
+/* The bracket's (i) binary64 sum s of element `index`, and its terms' largest binary32 magnitude
+ * bits. */
+ENGINE_FUNCTION double engine_bracket_plain_sum(reprod_type type, const void *const *contributions,
+                                                int count, size_t index, uint32_t *largest)
 {
     double even = -0.0, odd = -0.0;
     uint32_t high = 0;
     for (int k = 0; k < count; k++) {
         uint32_t bits = engine_load_float32_bits(type, contributions[k], index);
-        uint32_t magnitude = bits & 0x7fffffffu;
-        high = magnitude > high ? magnitude : high;
+        high = engine_max_magnitude32(high, bits);
         double x = (double)engine_float_from_bits(bits);
         if (k & 1)
             odd += x;
@@ -832,45 +1071,120 @@ ENGINE_FUNCTION double engine_wide32_plain_sum(reprod_type type, const void *con
     return even + odd;
 }
 
-/* Whether (i) decides the element whose plain sum is s (engine_wide32_plain_sum) in direction
- * dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the type. */
-ENGINE_FUNCTION int engine_wide32_bounded(reprod_type type, reprod_op op, reprod_rounding dir,
-                                          double s, uint32_t largest, int count)
+/* The bracket's parameters for a call, the same for every element. */
+struct engine_bracket_rule {
+    int64_t bias;         /* B's exponent field: the largest term's field + bias */
+    int cut;              /* 53 - p: the fraction bits that rounding to the type drops */
+    int64_t add_positive; /* what rounding adds below bit `cut` before truncating: positive sums */
+    int64_t add_negative; /* ... negative ones */
+    int64_t ties_to_even; /* 1 to nearest: the last kept bit is added too; 0 directed */
+};
+
+ENGINE_FUNCTION struct engine_bracket_rule engine_bracket_rule_of(reprod_type type,
+                                                                  reprod_rounding dir, int count)
 {
-    int64_t field = (int64_t)(largest >> 23);
-    if (field < 1) field = 1;
-    int l = engine_ceil_log2(count);
-    /* B = 2^(e + 2L - 51), e = F - 126: the double of field F + 2L + 846 */
-    double bound = engine_double_from_bits((uint64_t)(field + 2 * l + 846) << 52);
-    double lo = s - bound, hi = s + bound;
+    struct engine_bracket_rule rule;
+    rule.cut = type == REPROD_BFLOAT16 ? 45 : 29;
+    rule.bias = 2 * engine_ceil_log2(count) + 846; /* B = 2^(e + 2L - 51), e = F - 126 */
+    const int64_t all = ((int64_t)1 << rule.cut) - 1;
+    if (dir == REPROD_ROUND_NEAREST) { /* half, less one, and the last kept bit: ties to even */
+        rule.add_positive = rule.add_negative = ((int64_t)1 << (rule.cut - 1)) - 1;
+        rule.ties_to_even = 1;
+    } else { /* all ones below the cut away from zero, nothing toward it */
+        rule.add_positive = engine_rounds_away(dir, 0) ? all : 0;
+        rule.add_negative = engine_rounds_away(dir, 1) ? all : 0;
+        rule.ties_to_even = 0;
+    }
+    return rule;
+}
+
+/* The bracket [lo, hi] = [fl(s - B), fl(s + B)] around the plain sum s of an element whose
+ * terms' largest binary32 magnitude bits are `largest`. */
+ENGINE_FUNCTION void engine_bracket_ends(const struct engine_bracket_rule *rule, double s,
+                                         int64_t largest, double *lo, double *hi)
+{
+    int64_t field = largest >> 23;
+    field |= engine_mask_zero(field) & 1; /* at least 1 */
+    double bound = engine_from_signed_bits((field + rule->bias) << 52);
+    *lo = s - bound;
+    *hi = s + bound;
+}
+
+/* Whether rounding to the type takes lo and hi to the same value: both of one sign with
+ * magnitudes in binary32's normal range [2^-126, 2^128), rounded to p bits in the integers. */
+ENGINE_FUNCTION engine_mask engine_bracket_rounds_alike(const struct engine_bracket_rule *rule,
+                                                        double lo, double hi)
+{
+    int64_t lo_bits = engine_signed_bits(lo), hi_bits = engine_signed_bits(hi);
+    int64_t lo_magnitude = lo_bits & ENGINE_MAGNITUDE, hi_magnitude = hi_bits & ENGINE_MAGNITUDE;
+    const int64_t smallest = 897ll << 52, beyond = 1151ll << 52; /* 2^-126, 2^128 */
+    engine_mask fit =
+        ~engine_mask_negative(lo_bits ^ hi_bits) & ~engine_mask_negative(lo_magnitude - smallest) &
+        ~engine_mask_negative(hi_magnitude - smallest) &
+        engine_mask_negative(lo_magnitude - beyond) & engine_mask_negative(hi_magnitude - beyond);
+    engine_mask negative = engine_mask_negative(lo_bits);
+    int64_t add = (rule->add_negative & negative) | (rule->add_positive & ~negative);
+    /* unsigned: a NaN's magnitude plus the addend passes 2^63 (that element is not `fit`) */
+    uint64_t lo_rounded = ((uint64_t)lo_magnitude + (uint64_t)add +
+                           (uint64_t)((lo_magnitude >> rule->cut) & rule->ties_to_even)) >>
+                          rule->cut;
+    uint64_t hi_rounded = ((uint64_t)hi_magnitude + (uint64_t)add +
+                           (uint64_t)((hi_magnitude >> rule->cut) & rule->ties_to_even)) >>
+                          rule->cut;
+    return fit & engine_mask_zero((int64_t)(lo_rounded ^ hi_rounded)); /* below 2^35: >= 0 */
+}
+
+/* Whether the bracket (i) decides the element whose plain sum is s (engine_bracket_plain_sum) in
+ * direction dir, given its terms' largest binary32 magnitude bits, for N = count >= 1 terms of the
+ * type; an average tests the ends divided by N. */
+ENGINE_FUNCTION engine_mask engine_bracket_decides(reprod_type type, reprod_op op,
+                                                   reprod_rounding dir, double s, uint32_t largest,
+                                                   int count)
+{
+    const struct engine_bracket_rule rule = engine_bracket_rule_of(type, dir, count);
+    double lo, hi;
+    engine_bracket_ends(&rule, s, largest, &lo, &hi);
     if (op == REPROD_AVG) {
         lo /= count;
         hi /= count;
     }
-    const int cut = type == REPROD_BFLOAT16 ? 45 : 29; /* 53 - p fraction bits go */
-    uint64_t lo_bits = engine_double_bits(lo), hi_bits = engine_double_bits(hi);
-    uint64_t lo_magnitude = lo_bits & 0x7fffffffffffffffull;
-    uint64_t hi_magnitude = hi_bits & 0x7fffffffffffffffull;
-    const uint64_t smallest = 897ull << 52, beyond = 1151ull << 52; /* 2^-126, 2^128 */
-    if ((lo_bits ^ hi_bits) >> 63 || lo_magnitude < smallest || hi_magnitude < smallest ||
-        lo_magnitude >= beyond || hi_magnitude >= beyond)
-        return 0;
-    uint64_t lo_add, hi_add; /* what rounding at bit `cut` adds before truncating */
-    if (dir == REPROD_ROUND_NEAREST) {
-        lo_add = (1ull << (cut - 1)) - 1 + ((lo_magnitude >> cut) & 1);
-        hi_add = (1ull << (cut - 1)) - 1 + ((hi_magnitude >> cut) & 1);
-    } else {
-        lo_add = hi_add = engine_rounds_away(dir, (int)(lo_bits >> 63)) ? (1ull << cut) - 1 : 0;
-    }
-    return (lo_magnitude + lo_add) >> cut == (hi_magnitude + hi_add) >> cut;
+    return engine_bracket_rounds_alike(&rule, lo, hi);
+}
+
+/* Round to odd: of S and its neighbour toward T (S + T an exact sum, |T| at most half an ulp
+ * of S), the one with an odd significand; S itself when T = 0 (see (g)). */
+ENGINE_FUNCTION double engine_round_to_odd(double S, double T)
+{
+    int64_t S_bits = engine_signed_bits(S), T_bits = engine_signed_bits(T);
+    engine_mask move =
+        ~engine_mask_zero(T_bits & ENGINE_MAGNITUDE) & engine_mask_zero(S_bits & 1); /* even S */
+    int64_t step = (engine_mask_negative(S_bits ^ T_bits) | 1) & move; /* -1, +1 or 0 */
+    return engine_from_signed_bits((int64_t)((uint64_t)S_bits + (uint64_t)step));
+}
+
+/* The bfloat16 nearest to `odd` (a sum rounded to odd: 53 >= 8 + 2 bits, so one rounding of the
+ * exact sum), in the integers: a carry into bit 45 at or past the half (ties to even), the
+ * exponent rebiased, overflow to infinity. *normal: all ones where the result is in bfloat16's
+ * normal range (zero sums and results below it need engine_round_double). */
+ENGINE_FUNCTION int64_t engine_bfloat16_nearest(double odd, engine_mask *normal)
+{
+    int64_t bits = engine_signed_bits(odd), magnitude = bits & ENGINE_MAGNITUDE;
+    int64_t top =
+        (int64_t)(((uint64_t)magnitude + ((1ull << 44) - 1) + (((uint64_t)magnitude >> 45) & 1)) >>
+                  45);
+    int64_t rounded = top - ((1023 - 127) << 7);
+    rounded -= (rounded - 0x7f80) & ~engine_mask_negative(rounded - 0x7f80); /* at most inf */
+    rounded |= (int64_t)(((uint64_t)bits >> 48) & 0x8000);
+    *normal = ~engine_mask_negative(magnitude - (897ll << 52));
+    return rounded;
 }
 
 /* The binary32 (or bfloat16: type) result of element `index` from its exact sum S + T (see
  * (g)); 0 when an average needs the general path. Round to odd serves bfloat16 as binary32:
  * 53 >= 8 + 2. */
-ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_rounding dir,
-                                         double S, double T, const void *const *contributions,
-                                         int count, size_t index, uint64_t *bits_out)
+ENGINE_FUNCTION int engine_float32_finish(reprod_type type, reprod_op op, reprod_rounding dir,
+                                          double S, double T, const void *const *contributions,
+                                          int count, size_t index, uint64_t *bits_out)
 {
     const struct engine_format f = engine_format_of(type);
     if (S == 0) { /* the sign rules of a zero sum look at the terms */
@@ -884,50 +1198,61 @@ ENGINE_FUNCTION int engine_wide32_finish(reprod_type type, reprod_op op, reprod_
                                      contributions, count, index);
         return 1;
     }
-    uint64_t S_bits = engine_double_bits(S);
-    if (T != 0 && (S_bits & 1) == 0) { /* round to odd: the neighbour toward T */
-        if (op != REPROD_SUM) return 0;
-        S = engine_double_from_bits(((S_bits ^ engine_double_bits(T)) >> 63) ? S_bits - 1
-                                                                             : S_bits + 1);
-    } else if (T != 0 && op != REPROD_SUM) {
-        return 0;
+    if (T != 0 && op != REPROD_SUM) return 0; /* an average needs S exact */
+    double odd = T != 0 ? engine_round_to_odd(S, T) : S;
+    if (type == REPROD_BFLOAT16 && op == REPROD_SUM && dir == REPROD_ROUND_NEAREST) {
+        engine_mask normal;
+        uint64_t bits = (uint64_t)engine_bfloat16_nearest(odd, &normal);
+        if (normal) {
+            *bits_out = bits;
+            return 1;
+        }
     }
-    *bits_out = op == REPROD_AVG ? engine_round_quotient(&f, S, count, dir)
-                                 : engine_round_double(&f, S, dir);
+    *bits_out = op == REPROD_AVG ? engine_round_quotient(&f, odd, count, dir)
+                                 : engine_round_double(&f, odd, dir);
     return 1;
 }
 
-/* Binary32 or bfloat16 element `index` beyond the fast path's window, by (i), (h) or (g): 1
- * with its bits, 0 when the general path must decide. */
-ENGINE_FUNCTION int engine_exact_wide32(reprod_type type, reprod_op op, reprod_rounding dir,
-                                        const void *const *contributions, int count, size_t index,
-                                        uint64_t *bits_out)
+/* Binary32 or bfloat16 element `index` beyond the fast path's window, by the bracket (i), the
+ * split (h) or the cascade (g): the tier, with its bits, or ENGINE_TIER_NONE when the general
+ * path must decide. */
+ENGINE_FUNCTION enum engine_tier engine_exact_beyond_window(reprod_type type, reprod_op op,
+                                                            reprod_rounding dir,
+                                                            const void *const *contributions,
+                                                            int count, size_t index,
+                                                            uint64_t *bits_out)
 {
     double S, T;
-    if (type != REPROD_FLOAT32 && type != REPROD_BFLOAT16) return 0;
-    if (count >= 1) { /* (i) */
+    if (type != REPROD_FLOAT32 && type != REPROD_BFLOAT16) return ENGINE_TIER_NONE;
+    if (count >= 1) {
         uint32_t largest;
-        double s = engine_wide32_plain_sum(type, contributions, count, index, &largest);
-        if (engine_wide32_bounded(type, op, dir, s, largest, count))
-            return engine_wide32_finish(type, op, dir, s, 0.0, contributions, count, index,
-                                        bits_out);
+        double s = engine_bracket_plain_sum(type, contributions, count, index, &largest);
+        if (engine_bracket_decides(type, op, dir, s, largest, count))
+            return engine_float32_finish(type, op, dir, s, 0.0, contributions, count, index,
+                                         bits_out)
+                       ? ENGINE_TIER_BRACKET
+                       : ENGINE_TIER_NONE;
     }
-    if (!engine_wide32_sum(type, contributions, count, index, &S, &T)) return 0;
-    return engine_wide32_finish(type, op, dir, S, T, contributions, count, index, bits_out);
+    enum engine_tier tier = engine_float32_exact_sum(type, contributions, count, index, &S, &T);
+    if (!tier || !engine_float32_finish(type, op, dir, S, T, contributions, count, index, bits_out))
+        return ENGINE_TIER_NONE;
+    return tier;
 }
 
 /* ---- One element, either path ----------------------------------------------------------- */
 
-/* The fast path of element `index` of the exact reduction: 1 with its bits in *bits when the
- * fast path serves it, 0 when it must take the general path (nothing else changes). Split from
+/* The fast path of element `index` of the exact reduction: its tier (WINDOW, EXACT_ERRORS or
+ * CERTIFIED) with its bits in *bits when the fast path serves it, ENGINE_TIER_NONE when it must
+ * take the general path (nothing else changes). Split from
  * engine_exact_element so that a GPU thread touches its accumulator only on the general path. */
-ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rounding dir,
-                                      const void *const *contributions, int count, size_t index,
-                                      uint64_t *bits_out)
+ENGINE_FUNCTION enum engine_tier engine_exact_fast(reprod_type type, reprod_op op,
+                                                   reprod_rounding dir,
+                                                   const void *const *contributions, int count,
+                                                   size_t index, uint64_t *bits_out)
 {
     struct engine_format f = engine_format_of(type);
     uint64_t magnitude_mask = engine_sign_bit(&f) - 1;
-    if (type == REPROD_FLOAT64 && !engine_fast_double_serves(op, count)) return 0;
+    if (type == REPROD_FLOAT64 && !engine_fast_double_serves(op, count)) return ENGINE_TIER_NONE;
     uint64_t max_magnitude = 0, min_nonzero_less_one = magnitude_mask;
     double s = -0.0, t = 0.0, error_sum = 0.0;
     for (int k = 0; k < count; k++) {
@@ -949,33 +1274,41 @@ ENGINE_FUNCTION int engine_exact_fast(reprod_type type, reprod_op op, reprod_rou
     int window = engine_fast_window(f.precision, count);
     int span_ok = engine_fast_span_ok(&f, max_magnitude, min_nonzero_less_one, window);
     if (type == REPROD_FLOAT64) {
-        if (!engine_is_finite(s + t)) return 0;
-        if (!engine_fast_errors_exact(error_sum, min_nonzero_less_one) &&
-            !engine_fast_certified(s, t, error_sum, count, dir))
-            return 0;
+        enum engine_tier tier = ENGINE_TIER_NONE;
+        if (!engine_is_finite(s + t)) return ENGINE_TIER_NONE;
+        if (engine_errors_exact(error_sum, min_nonzero_less_one))
+            tier = ENGINE_TIER_EXACT_ERRORS;
+        else if (engine_rounding_certified(s, t, error_sum, count, dir))
+            tier = ENGINE_TIER_CERTIFIED;
+        else
+            return ENGINE_TIER_NONE;
         uint64_t bits = engine_fast_finish_double(&f, dir, s, t, max_magnitude != 0, contributions,
                                                   count, index);
-        if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return 0;
+        if (op != REPROD_SUM && !engine_fast_average_double(&bits, count)) return ENGINE_TIER_NONE;
         *bits_out = bits;
-        return 1;
+        return tier;
     }
-    if (!span_ok) return 0;
-    if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1) return 0;
+    if (!span_ok) return ENGINE_TIER_NONE;
+    if ((max_magnitude >> (f.precision - 1)) >= (1u << f.exponent_bits) - 1)
+        return ENGINE_TIER_NONE;
     *bits_out =
         engine_fast_finish(&f, type, op, dir, s, max_magnitude != 0, contributions, count, index);
-    return 1;
+    return ENGINE_TIER_WINDOW;
 }
 
-/* Every tier before the general path, in order: the fast path, the distillation tier (e)-(f)
- * and binary32 beyond its window (g). 1 with the bits of element `index`, 0 when only the
- * general path can decide; no accumulator involved (a GPU thread touches its own only then). */
-ENGINE_FUNCTION int engine_exact_tiers(reprod_type type, reprod_op op, reprod_rounding dir,
-                                       const void *const *contributions, int count, size_t index,
-                                       uint64_t *bits_out)
+/* Every tier before the general path, in order (the table at the top): the tier that decided
+ * element `index`, with its bits, or ENGINE_TIER_NONE when only the general path can decide; no
+ * accumulator involved (a GPU thread touches its own only then). */
+ENGINE_FUNCTION enum engine_tier engine_exact_tiers(reprod_type type, reprod_op op,
+                                                    reprod_rounding dir,
+                                                    const void *const *contributions, int count,
+                                                    size_t index, uint64_t *bits_out)
 {
-    return engine_exact_fast(type, op, dir, contributions, count, index, bits_out) ||
-           engine_exact_distilled(type, op, dir, contributions, count, index, bits_out) ||
-           engine_exact_wide32(type, op, dir, contributions, count, index, bits_out);
+    enum engine_tier tier = engine_exact_fast(type, op, dir, contributions, count, index, bits_out);
+    if (!tier) tier = engine_exact_distilled(type, op, dir, contributions, count, index, bits_out);
+    if (!tier)
+        tier = engine_exact_beyond_window(type, op, dir, contributions, count, index, bits_out);
+    return tier;
 }
 
 /* Element `index` of the exact reduction: the bits of the rounded sum (or average) of

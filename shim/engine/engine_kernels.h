@@ -24,9 +24,9 @@ typedef size_t engine_exact_float64_kernel(reprod_op op, reprod_rounding dir,
                                            size_t element_count, double *result,
                                            struct engine_accumulator *a, size_t *general);
 
-/* The distillation tier (engine_inner.h (e)) for the lanes in `refused` (bit l: element j + l,
- * l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l] gets
- * their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
+/* The distillation tier (engine_inner.h: DISTILLED, MIDPOINT) for the lanes in `refused` (bit l:
+ * element j + l, l < lanes, lanes 8 or 16) of a binary64 block whose first pass they failed: out[l]
+ * gets their bits, by distillation or the general path. `prepared`: NULL, or the first pass's
  * output [e_1, ..., e_{N-1}, s] of every lane, ENGINE_DISTILL_PREPARED_LANES doubles per term
  * (64-byte aligned, overwritten); count <= ENGINE_DISTILL_TERMS then. One per kernel level
  * (engine_distill.c). */
@@ -38,19 +38,21 @@ typedef void engine_distill_float64_fn(reprod_op op, reprod_rounding dir,
 engine_distill_float64_fn engine_distill_float64_avx512, engine_distill_float64_avx2,
     engine_distill_float64_generic;
 
-/* Binary32 lanes beyond the fast path's window (engine_inner.h (i), (h), (g)): the lanes in
- * `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l], by (i),
- * (h), (g) or the general path. `largest` and `smallest`: NULL, or per lane its terms' largest
- * binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros: 0x7fffffff),
- * which a kernel's span check has found already. `sums`: NULL, or per lane the binary64 sum of
- * its terms in (i)'s order (engine_wide32_plain_sum: the even and the odd terms apart, from -0,
- * then added), which a kernel has as its window's sums. One per kernel level
- * (engine_distill.c). */
-typedef void engine_wide32_fn(reprod_op op, reprod_rounding dir, const void *const *contributions,
-                              int count, size_t j, int lanes, uint32_t refused,
-                              const uint32_t *largest, const uint32_t *smallest, const double *sums,
-                              uint32_t *out, struct engine_accumulator *a, size_t *general);
-engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic;
+/* Binary32 lanes beyond the fast path's window (engine_inner.h: BRACKET, SPLIT, CASCADE): the
+ * lanes in `refused` (bit l: element j + l, l < lanes, lanes 8 or 16) get their bits in out[l],
+ * by those tiers or the general path. `largest` and `smallest`: NULL, or per lane its terms'
+ * largest binary32 magnitude bits and smallest nonzero magnitude bits minus one (zeros:
+ * 0x7fffffff), which a kernel's span check has found already. `sums`: NULL, or per lane the
+ * binary64 sum of its terms in the bracket's order (engine_bracket_plain_sum: the even and the odd
+ * terms apart, from -0, then added), which a kernel has as its window's sums. One per kernel level
+ * (engine_beyond_window.c). */
+typedef void engine_beyond_window_fn(reprod_op op, reprod_rounding dir,
+                                     const void *const *contributions, int count, size_t j,
+                                     int lanes, uint32_t refused, const uint32_t *largest,
+                                     const uint32_t *smallest, const double *sums, uint32_t *out,
+                                     struct engine_accumulator *a, size_t *general);
+engine_beyond_window_fn engine_beyond_window_avx512, engine_beyond_window_avx2,
+    engine_beyond_window_generic;
 
 /* The same for every lane of elements [j, j + length) (length a multiple of 16; largest and
  * smallest given for each, indexed from j), results written to `result` 16 at a time once
@@ -58,14 +60,14 @@ engine_wide32_fn engine_wide32_avx512, engine_wide32_avx2, engine_wide32_generic
  * results, or bfloat16 ones from the _bfloat16_ versions (the binary32 tiers serve bfloat16:
  * every bfloat16 is a binary32; largest and smallest are then of the terms as binary32), for
  * the AVX2 kernel of the 16-bit types at either level. */
-typedef void engine_wide32_chunk_fn(reprod_op op, reprod_rounding dir,
-                                    const void *const *contributions, int count, size_t j,
-                                    size_t length, const uint32_t *largest,
-                                    const uint32_t *smallest, void *result,
-                                    struct engine_accumulator *a, size_t *general);
-engine_wide32_chunk_fn engine_wide32_avx512_chunk, engine_wide32_avx2_chunk,
-    engine_wide32_generic_chunk, engine_wide32_bfloat16_avx512_chunk,
-    engine_wide32_bfloat16_avx2_chunk;
+typedef void engine_beyond_window_chunk_fn(reprod_op op, reprod_rounding dir,
+                                           const void *const *contributions, int count, size_t j,
+                                           size_t length, const uint32_t *largest,
+                                           const uint32_t *smallest, void *result,
+                                           struct engine_accumulator *a, size_t *general);
+engine_beyond_window_chunk_fn engine_beyond_window_chunk_avx512, engine_beyond_window_chunk_avx2,
+    engine_beyond_window_chunk_generic, engine_beyond_window_chunk_bfloat16_avx512,
+    engine_beyond_window_chunk_bfloat16_avx2;
 
 /* Whether a kernel prefetches its next block or chunk: with more than 16 contributions read a
  * block at a time the hardware's prefetcher loses track of the streams (N=64, 1 Mi elements
@@ -84,11 +86,6 @@ static inline void engine_prefetch_ahead(const void *p, size_t bytes)
     __builtin_prefetch((const void *)((uintptr_t)p + bytes), 0, 2);
 }
 
-/* What a binary64 kernel's block finish (engine_float64_driver.h) returns, having written
- * nothing, for a block without (c')'s minimum that has refused lanes: the driver finds the
- * minimum and finishes the block again. */
-#define FLOAT64_TRACK_FIRST UINT32_MAX
-
 /* AVX2 versions (engine_avx2.c); call only when engine_cpu_has_avx2(). */
 engine_exact_float32_kernel engine_exact_float32_avx2;
 engine_exact_float64_kernel engine_exact_float64_avx2;
@@ -98,7 +95,7 @@ engine_exact_float64_kernel engine_exact_float64_avx2;
  * level; unused for binary16). */
 size_t engine_exact_small_avx2(reprod_type type, reprod_op op, reprod_rounding dir,
                                const void *const *contributions, int count, size_t element_count,
-                               uint16_t *result, engine_wide32_chunk_fn *wide_chunk,
+                               uint16_t *result, engine_beyond_window_chunk_fn *wide_chunk,
                                struct engine_accumulator *a, size_t *general);
 
 /* The ordered fold of binary16 or bfloat16, AVX2 + F16C; returns how many elements it did

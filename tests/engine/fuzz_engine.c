@@ -306,7 +306,7 @@ static void fuzz_exact(struct fuzz_case *c, struct rng *r)
         uint64_t bits;
         if (engine_exact_fast(c->type, c->op, c->dir, c->contributions, c->n, i, &bits)) continue;
         if (engine_exact_distilled(c->type, c->op, c->dir, c->contributions, c->n, i, &bits) ||
-            engine_exact_wide32(c->type, c->op, c->dir, c->contributions, c->n, i, &bits))
+            engine_exact_beyond_window(c->type, c->op, c->dir, c->contributions, c->n, i, &bits))
             totals.distilled_elements++;
         else
             expected_general++;

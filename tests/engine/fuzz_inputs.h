@@ -318,7 +318,7 @@ static void recipe_split_edge(const struct tfmt *f, struct rng *r, int n, uint64
     }
     reprod_type type = f->p == 8 ? REPROD_BFLOAT16 : REPROD_FLOAT32;
     int levels = rng_range(r, 1, 4), log2_n = engine_ceil_log2(n);
-    int span = engine_wide32_split_limit(type, n, levels) + rng_range(r, -1, 1);
+    int span = engine_split_limit(type, n, levels) + rng_range(r, -1, 1);
     span = span < 0 ? 0 : span > 253 ? 253 : span;
     int field_max = rng_range(r, span + 1, 254), field_min = field_max - span;
     /* about 3 uσ at the last level (see test_engine.c) */

@@ -134,7 +134,7 @@ Test(engine, fast_path_windows_keep_the_binary64_sums_exact)
     mpfr_clears(exact, check, term, (mpfr_ptr)0);
 }
 
-/* engine_inner.h (c'): whenever engine_fast_errors_exact says t is exact, s + t is the exact
+/* engine_inner.h (c'): whenever engine_errors_exact says t is exact, s + t is the exact
  * sum (MPFR), over elements near and beyond the window, ties, cancellation and wide spreads;
  * and it accepts the window's elements but for few. */
 Test(engine, errors_test_proves_t_exact_only_when_it_is)
@@ -168,7 +168,7 @@ Test(engine, errors_test_proves_t_exact_only_when_it_is)
                 }
                 if (!isfinite(sum + errors)) continue;
                 trials++;
-                if (!engine_fast_errors_exact(error_sum, low)) {
+                if (!engine_errors_exact(error_sum, low)) {
                     window_refused += gens[g] == gen_window_edge;
                     continue;
                 }
@@ -202,7 +202,7 @@ static int general_by_element_in(reprod_type type, reprod_op op, reprod_rounding
         const void *const *c = (const void *const *)buffers;
         if (engine_exact_fast(type, op, dir, c, n, i, &bits)) continue;
         if (engine_exact_distilled(type, op, dir, c, n, i, &bits) ||
-            engine_exact_wide32(type, op, dir, c, n, i, &bits))
+            engine_exact_beyond_window(type, op, dir, c, n, i, &bits))
             tier2++;
         else
             refused++;
@@ -587,8 +587,8 @@ Test(engine, kernels_without_the_minimum_still_prove_ties)
                 t += e;
                 error_sum += fabs(e);
             }
-            ties += engine_fast_errors_exact(error_sum, low) &&
-                    !engine_fast_certified(s_sum, t, error_sum, n, REPROD_ROUND_NEAREST);
+            ties += engine_errors_exact(error_sum, low) &&
+                    !engine_rounding_certified(s_sum, t, error_sum, n, REPROD_ROUND_NEAREST);
         }
         cr_assert_gt(ties, 5, "N=%d: %d elements only (c') proves", n, ties);
         void *out = malloc(COUNT * 8);
@@ -697,7 +697,7 @@ static int split_edge_levels = 1; /* gen_split_edge's */
 static void gen_split_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
 {
     reprod_type type = f == &test_formats[REPROD_BFLOAT16] ? REPROD_BFLOAT16 : REPROD_FLOAT32;
-    int limit = engine_wide32_split_limit(type, n, split_edge_levels);
+    int limit = engine_split_limit(type, n, split_edge_levels);
     make_split_edge(type, r, n, split_edge_levels, limit + rng_range(r, -1, 1), terms);
     if (rng_next(r) & 1)
         for (int k = 0; k < n; k++)
@@ -737,7 +737,7 @@ Test(engine, split_sums_are_exact_up_to_their_span_limits)
         for (int levels = 1; levels <= LEVELS; levels++)
             for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
                 reprod_type type = types[t];
-                int n = ns[s], limit = engine_wide32_split_limit(type, n, levels);
+                int n = ns[s], limit = engine_split_limit(type, n, levels);
                 for (int span = limit - 1; span <= limit + 1; span++)
                     for (int trial = 0; trial < TRIALS; trial++) {
                         make_split_edge(type, &r, n, levels, span, terms);
@@ -759,7 +759,7 @@ Test(engine, split_sums_are_exact_up_to_their_span_limits)
                             mpfr_set_d(term, split_term(type, terms[k]), MPFR_RNDN);
                             mpfr_add(exact, exact, term, MPFR_RNDN);
                         }
-                        cr_assert_eq(engine_wide32_split_levels(type, largest, smallest, n),
+                        cr_assert_eq(engine_split_levels(type, largest, smallest, n),
                                      span <= limit ? levels : levels + 1,
                                      "N=%d span %d: %d levels take up to %d binades", n, span,
                                      levels, limit);
@@ -787,7 +787,7 @@ Test(engine, split_sums_are_exact_up_to_their_span_limits)
                         }
                         if (span <= limit) { /* the accumulators hold the exact sum */
                             double hi[ENGINE_SPLIT_LEVELS], lo;
-                            engine_wide32_split(type, c, n, 0, levels, largest, hi, &lo);
+                            engine_split_sums(type, c, n, 0, levels, largest, hi, &lo);
                             mpfr_set_d(check, lo, MPFR_RNDN);
                             for (int i = 0; i < levels; i++) {
                                 mpfr_set_d(term, hi[i], MPFR_RNDN);
@@ -798,7 +798,7 @@ Test(engine, split_sums_are_exact_up_to_their_span_limits)
                                       test_formats[type].name, n, span, levels);
                         }
                         double S, T; /* one sign, no cancellation: the chain tells */
-                        cr_assert(engine_wide32_sum(type, c, n, 0, &S, &T),
+                        cr_assert(engine_float32_exact_sum(type, c, n, 0, &S, &T),
                                   "N=%d span %d: (h) did not decide", n, span);
                         if (!brackets(exact, S, T)) {
                             fprintf(stderr, "%s N=%d span %d: S + T is not the exact sum:",
@@ -955,18 +955,18 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
             for (int k = 0; k < n; k++)
                 pointers[k] = &terms[k];
             uint32_t largest;
-            double s = engine_wide32_plain_sum(types[t], pointers, n, 0, &largest);
+            double s = engine_bracket_plain_sum(types[t], pointers, n, 0, &largest);
             for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
                 for (int dir = 0; dir < 4; dir++) {
                     uint64_t bits = 0;
-                    if (!engine_wide32_bounded(types[t], (reprod_op)op, (reprod_rounding)dir, s,
-                                               largest, n)) {
+                    if (!engine_bracket_decides(types[t], (reprod_op)op, (reprod_rounding)dir, s,
+                                                largest, n)) {
                         refused++;
                         continue;
                     }
                     accepted++;
-                    cr_assert(engine_wide32_finish(types[t], (reprod_op)op, (reprod_rounding)dir, s,
-                                                   0.0, pointers, n, 0, &bits));
+                    cr_assert(engine_float32_finish(types[t], (reprod_op)op, (reprod_rounding)dir,
+                                                    s, 0.0, pointers, n, 0, &bits));
                     uint64_t expected =
                         oracle_exact(types[t], (reprod_op)op, (reprod_rounding)dir, terms, n);
                     if (bits != expected) {
@@ -983,9 +983,9 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
                                    rng_next(&r));
                 pointers[k] = &terms[k];
             }
-            s = engine_wide32_plain_sum(types[t], pointers, 8, 0, &largest);
-            spread_accepted +=
-                engine_wide32_bounded(types[t], REPROD_SUM, REPROD_ROUND_NEAREST, s, largest, 8);
+            s = engine_bracket_plain_sum(types[t], pointers, 8, 0, &largest);
+            spread_accepted += engine_bracket_decides(types[t], REPROD_SUM, REPROD_ROUND_NEAREST, s,
+                                                      largest, 8) != 0; /* a mask: -1 */
         }
         cr_expect_gt(accepted, 3000, "%s: (i) accepted %d edge cases", f->name, accepted);
         cr_expect_gt(refused, 3000, "%s: (i) refused %d edge cases", f->name, refused);
@@ -995,9 +995,9 @@ Test(engine, plain_sums_decide_wide_elements_away_from_rounding_boundaries)
 }
 
 /* Binary32 and bfloat16 chunks beyond the window where cancelling blocks interrupt spread ones:
- * the tier then runs the split sums before the plain test for a while (engine_distill.c,
- * WIDE32_SKIP), and every kernel level must still send to the general path exactly what the
- * per-element tiers refuse, for sums and averages in every direction (averages once took 128
+ * the tier then runs the split sums before the bracket for a while (engine_beyond_window.c,
+ * BEYOND_BRACKET_SKIP), and every kernel level must still send to the general path exactly what
+ * the per-element tiers refuse, for sums and averages in every direction (averages once took 128
  * of these 576 elements there to nearest, where the tiers refuse none, and 144 for 17
  * directed), with MPFR's bits. */
 static void gen_spread_or_cancelling_block(const struct tfmt *f, struct rng *r, int n,
