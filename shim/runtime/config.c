@@ -28,6 +28,7 @@ extern char **environ;
 
 static const char *const mode_words[] = {"exact", "ordered", "off", "audit", NULL};
 static const char *const rounding_words[] = {"nearest", "zero", "up", "down", NULL};
+static const char *const route_words[] = {"auto", "exchange", "fixed", NULL};
 static const char *const seed_words[] = {"hash", "rank", "shared", "off", NULL};
 static const char *const strict_words[] = {"0", "1", NULL};
 static const char *const verbose_words[] = {"0", "1", "2", NULL};
@@ -214,6 +215,12 @@ const struct reprod_setting reprod_settings[] = {
      .parse = parse_scratch,
      .show = show_scratch,
      .help = "bound on the device scratch of one NCCL reduction; larger messages go in pieces"},
+    {.name = "REPROD_ROUTE",
+     .words = route_words,
+     WORD_FIELD(route),
+     .default_value = "auto",
+     .help = "how an exact sum moves: chosen per call from the ranks, size and type (auto); "
+             "always the all-to-all exchange; always the library's own integer sums (fixed)"},
 };
 const size_t reprod_setting_count = REPROD_ARRAY_LENGTH(reprod_settings);
 

@@ -30,6 +30,7 @@ struct reprod_config {
     char log_pattern[PATH_MAX];     /* REPROD_LOG; empty: stderr */
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
     unsigned scratch_mb;            /* REPROD_SCRATCH_MB: device scratch bound per call (MiB) */
+    int route;                      /* REPROD_ROUTE: enum reprod_route_setting (route.h) */
     const char *launcher;           /* non-NULL: this process is that launcher (launcher.h) */
 };
 

@@ -17,6 +17,9 @@
 #include "engine/engine_kernels.h" /* engine_limit_kernels: every kernel level */
 #include "fuzz_inputs.h"
 
+#define ENGINE_FUNCTION static inline
+#include "engine/engine_fixed.h" /* the fixed-point route, element by element */
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +284,89 @@ static void check_run(struct fuzz_case *c, const char *what, const char *way, in
 
 static const char *const level_names[] = {"generic kernels", "AVX2 kernels", "AVX-512 kernels"};
 
+
+/* The fixed-point route (engine_fixed.h) against the same expected bits: the host arrays as
+ * the data paths call them with the real rank count, and element by element at a narrower
+ * word than the rank count needs (more words, carries across them), both the two-pass and the
+ * one-pass layouts. The words' sums are taken in int64 and must not overflow. */
+static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expected)
+{
+    struct engine_format f = engine_format_of(c->type);
+    size_t count = c->count;
+    uint8_t *codes = checked_malloc(2 * count), *mine = checked_malloc(2 * count);
+    memset(codes, 0, 2 * count);
+    for (int k = 0; k < c->n; k++) {
+        reprod_engine_fixed_codes(c->type, c->contributions[k], count, mine);
+        for (size_t b = 0; b < 2 * count; b++)
+            if (mine[b] > codes[b]) codes[b] = mine[b];
+    }
+    size_t *offsets = checked_malloc((count + 1) * sizeof(size_t));
+    size_t total = reprod_engine_fixed_layout(c->type, c->n, c->dir, codes, count, offsets);
+    int full = reprod_engine_fixed_full_words(c->type, c->n);
+    size_t words = total > count * (size_t)full ? total : count * (size_t)full;
+    int64_t *sums = checked_malloc((words + 1) * sizeof(int64_t));
+    int64_t *part = checked_malloc((words + 1) * sizeof(int64_t));
+    char *out = checked_malloc(count * tf_size(c->type) + 1);
+    int overflow = 0;
+    for (int pass = 0; pass < 2; pass++) { /* two passes, then one */
+        size_t n_words = pass == 0 ? total : count * (size_t)full;
+        memset(sums, 0, n_words * sizeof(int64_t));
+        for (int k = 0; k < c->n; k++) {
+            if (pass == 0)
+                reprod_engine_fixed_split(c->type, c->n, c->dir, c->contributions[k], codes,
+                                          count, offsets, part);
+            else
+                reprod_engine_fixed_full_split(c->type, c->n, c->contributions[k], count, part);
+            for (size_t w = 0; w < n_words; w++)
+                overflow |= __builtin_add_overflow(sums[w], part[w], &sums[w]);
+        }
+        if (pass == 0)
+            reprod_engine_fixed_round(c->type, c->op, c->n, c->dir, codes, count, offsets, sums,
+                                      out);
+        else
+            reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, out);
+        if (overflow) {
+            print_case_header(c, "fixed point");
+            fprintf(stderr, "  an int64 word sum overflowed\n");
+            c->mismatches++;
+        }
+        check_result(c, "fixed point against MPFR mpfr_sum",
+                     pass == 0 ? "two passes" : "one pass", expected, out, 0);
+    }
+    /* Element by element at a narrow word: W from a rank count up to 2^21 - 1. */
+    int word_bits = engine_fixed_word_bits(1 << rng_range(r, 0, ENGINE_FIXED_COUNT_BITS - 1));
+    if (word_bits > engine_fixed_word_bits(c->n)) word_bits = engine_fixed_word_bits(c->n);
+    int64_t element_sums[ENGINE_FIXED_MAX_WORDS], element_part[ENGINE_FIXED_MAX_WORDS];
+    for (size_t i = 0; i < count; i++) {
+        struct engine_fixed_element e =
+            engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], c->dir);
+        struct engine_fixed_element e_full = engine_fixed_full_element(&f, word_bits);
+        uint64_t got[2];
+        for (int pass = 0; pass < 2; pass++) {
+            int n_words = pass == 0 ? e.words : e_full.words;
+            memset(element_sums, 0, sizeof element_sums);
+            for (int k = 0; k < c->n; k++) {
+                if (pass == 0)
+                    engine_fixed_split(&f, term(c, k, i), word_bits, codes[2 * i], e,
+                                       element_part);
+                else
+                    engine_fixed_full_split(&f, term(c, k, i), word_bits, e_full, element_part);
+                for (int w = 0; w < n_words; w++)
+                    element_sums[w] += element_part[w];
+            }
+            got[pass] = pass == 0 ? engine_fixed_round(&f, element_sums, word_bits, codes[2 * i],
+                                                       e, c->op, c->n, c->dir)
+                                  : engine_fixed_full_round(&f, element_sums, word_bits, e_full,
+                                                            c->op, c->n, c->dir);
+            if (got[pass] != expected[i])
+                report(c, "fixed point against MPFR mpfr_sum",
+                       pass == 0 ? "two passes, narrow words" : "one pass, narrow words", i,
+                       expected[i], got[pass]);
+        }
+    }
+    free(codes), free(mine), free(offsets), free(sums), free(part), free(out);
+}
+
 /* The exact reduction in every way against MPFR. */
 static void fuzz_exact(struct fuzz_case *c, struct rng *r)
 {
@@ -360,6 +446,7 @@ static void fuzz_exact(struct fuzz_case *c, struct rng *r)
         check_run(c, "exact against MPFR mpfr_sum", way, rc, expected, out, 0, guard);
         free(copy);
     }
+    fuzz_fixed(c, r, expected);
     totals.elements += c->count;
     free(block);
     free(expected);
