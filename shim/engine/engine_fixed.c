@@ -6,13 +6,23 @@
  */
 #include "engine/engine.h"
 
-#define ENGINE_FUNCTION static inline
+#define ENGINE_FUNCTION static inline __attribute__((always_inline))
 #include "engine/engine_fixed.h"
 
 #include <string.h>
 
+/* Run `call` with `type` a constant, so that each loop is compiled once per type with the
+ * format's fields folded in. */
+#define FOR_EACH_TYPE(type, call)                                                                  \
+    switch (type) {                                                                                \
+    case REPROD_FLOAT16: call(REPROD_FLOAT16); break;                                              \
+    case REPROD_BFLOAT16: call(REPROD_BFLOAT16); break;                                            \
+    case REPROD_FLOAT32: call(REPROD_FLOAT32); break;                                              \
+    default: call(REPROD_FLOAT64); break;                                                          \
+    }
+
 /* The bit pattern of element i of an array of `type`. */
-static uint64_t load_bits(reprod_type type, const void *array, size_t i)
+static inline __attribute__((always_inline)) uint64_t load_bits(reprod_type type, const void *array, size_t i)
 {
     switch (type) {
     case REPROD_FLOAT16:
@@ -34,17 +44,22 @@ static uint64_t load_bits(reprod_type type, const void *array, size_t i)
     }
 }
 
-static void store_bits(reprod_type type, void *array, size_t i, uint64_t bits)
+static inline __attribute__((always_inline)) void store_bits(reprod_type type, void *array,
+                                                             size_t i, uint64_t bits)
 {
-    size_t size = reprod_type_size(type);
-    if (size == 2) {
+    switch (type) {
+    case REPROD_FLOAT16:
+    case REPROD_BFLOAT16: {
         uint16_t v = (uint16_t)bits;
         memcpy((char *)array + 2 * i, &v, 2);
-    } else if (size == 4) {
+        break;
+    }
+    case REPROD_FLOAT32: {
         uint32_t v = (uint32_t)bits;
         memcpy((char *)array + 4 * i, &v, 4);
-    } else {
-        memcpy((char *)array + 8 * i, &bits, 8);
+        break;
+    }
+    default: memcpy((char *)array + 8 * i, &bits, 8); break;
     }
 }
 
@@ -53,15 +68,42 @@ int reprod_engine_fixed_supported(reprod_type type, int ranks)
     return reprod_type_size(type) != 0 && ranks >= 1 && ranks <= ENGINE_FIXED_MAX_RANKS;
 }
 
-void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes)
+/* Each loop below is a body on a constant type (inlined), instantiated by FOR_EACH_TYPE. */
+
+#define FIXED_INLINE static inline __attribute__((always_inline))
+
+/* Element i's layout from the one the caller computed (its words: the offsets' difference),
+ * without engine_fixed_element's division. */
+FIXED_INLINE struct engine_fixed_element element_at(const struct engine_format *f,
+                                                    const uint8_t *codes, const size_t *offsets,
+                                                    size_t i)
+{
+    struct engine_fixed_element e = {(int)(offsets[i + 1] - offsets[i]), 0};
+    unsigned hi = codes[2 * i];
+    if (hi >= ENGINE_FIXED_FIRST_BUCKET && hi != ENGINE_FIXED_HI_SPECIAL) {
+        int bias = (1 << (f->exponent_bits - 1)) - 1;
+        unsigned lowest = ENGINE_FIXED_LAST_BUCKET - codes[2 * i + 1];
+        e.base_exponent = engine_fixed_bucket_low(f, lowest) - bias - (f->precision - 1);
+    }
+    return e;
+}
+
+FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, uint8_t *codes)
 {
     struct engine_format f = engine_format_of(type);
     for (size_t i = 0; i < count; i++)
         engine_fixed_codes(&f, load_bits(type, terms, i), &codes[2 * i], &codes[2 * i + 1]);
 }
 
-size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding dir,
-                                  const uint8_t *codes, size_t count, size_t *offsets)
+void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes)
+{
+#define CODES(t) codes_body(t, terms, count, codes)
+    FOR_EACH_TYPE(type, CODES)
+#undef CODES
+}
+
+FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir,
+                                const uint8_t *codes, size_t count, size_t *offsets)
 {
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
@@ -75,17 +117,50 @@ size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding d
     return total;
 }
 
+size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding dir,
+                                  const uint8_t *codes, size_t count, size_t *offsets)
+{
+    size_t total = 0;
+#define LAYOUT(t) total = layout_body(t, ranks, dir, codes, count, offsets)
+    FOR_EACH_TYPE(type, LAYOUT)
+#undef LAYOUT
+    return total;
+}
+
+FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
+                             const uint8_t *codes, size_t count, const size_t *offsets,
+                             int64_t *words)
+{
+    struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+    (void)dir; /* in the offsets already */
+    for (size_t i = 0; i < count; i++) {
+        struct engine_fixed_element e = element_at(&f, codes, offsets, i);
+        engine_fixed_split(&f, load_bits(type, terms, i), word_bits, codes[2 * i], e,
+                           words + offsets[i]);
+    }
+}
+
 void reprod_engine_fixed_split(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
                                const uint8_t *codes, size_t count, const size_t *offsets,
                                int64_t *words)
 {
+#define SPLIT(t) split_body(t, ranks, dir, terms, codes, count, offsets, words)
+    FOR_EACH_TYPE(type, SPLIT)
+#undef SPLIT
+}
+
+FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
+                             const uint8_t *codes, size_t count, const size_t *offsets,
+                             const int64_t *sums, void *result)
+{
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
     for (size_t i = 0; i < count; i++) {
-        struct engine_fixed_element e =
-            engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir);
-        engine_fixed_split(&f, load_bits(type, terms, i), word_bits, codes[2 * i], e,
-                           words + offsets[i]);
+        struct engine_fixed_element e = element_at(&f, codes, offsets, i);
+        store_bits(type, result, i,
+                   engine_fixed_round(&f, sums + offsets[i], word_bits, codes[2 * i], e, op,
+                                      ranks, dir));
     }
 }
 
@@ -93,15 +168,9 @@ void reprod_engine_fixed_round(reprod_type type, reprod_op op, int ranks, reprod
                                const uint8_t *codes, size_t count, const size_t *offsets,
                                const int64_t *sums, void *result)
 {
-    struct engine_format f = engine_format_of(type);
-    int word_bits = engine_fixed_word_bits(ranks);
-    for (size_t i = 0; i < count; i++) {
-        struct engine_fixed_element e =
-            engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir);
-        store_bits(type, result, i,
-                   engine_fixed_round(&f, sums + offsets[i], word_bits, codes[2 * i], e, op,
-                                      ranks, dir));
-    }
+#define ROUND(t) round_body(t, op, ranks, dir, codes, count, offsets, sums, result)
+    FOR_EACH_TYPE(type, ROUND)
+#undef ROUND
 }
 
 int reprod_engine_fixed_full_words(reprod_type type, int ranks)

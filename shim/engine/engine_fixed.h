@@ -138,7 +138,7 @@ engine_fixed_element(const struct engine_format *f, int word_bits, unsigned hi, 
         unsigned lowest = ENGINE_FIXED_LAST_BUCKET - lo;
         e.base_exponent = engine_fixed_bucket_low(f, lowest) - bias - (f->precision - 1);
         int bits = top - e.base_exponent;
-        e.words = (bits + word_bits - 1) / word_bits;
+        e.words = bits <= word_bits ? 1 : (bits + word_bits - 1) / word_bits;
     }
     return e;
 }
@@ -162,6 +162,10 @@ ENGINE_FUNCTION void engine_fixed_split_finite(const struct engine_format *f, ui
     int bias = (1 << (f->exponent_bits - 1)) - 1;
     int shift = (field > 1 ? field : 1) - bias - fraction_bits - base; /* >= 0 */
     uint64_t mask = (1ull << word_bits) - 1;
+    if (words == 1) { /* the common case: the whole term in one word (shift < word_bits) */
+        out[0] = (bits & sign) ? -(int64_t)(m << shift) : (int64_t)(m << shift);
+        return;
+    }
     int first = shift / word_bits, last = (shift + f->precision - 1) / word_bits;
     if (last >= words) last = words - 1;
     for (int k = first; k <= last; k++) {
@@ -215,6 +219,30 @@ ENGINE_FUNCTION uint64_t engine_fixed_round_finite(const struct engine_format *f
                                                    int base, reprod_op op, int ranks,
                                                    reprod_rounding dir)
 {
+    /* The common cases first: a sum of one or two words (binary32 and binary64 whose terms
+     * span a few binades), without the limbs. */
+    if (words <= 2 && (op == REPROD_SUM || ranks == 1)) {
+        uint64_t low = (uint64_t)sums[0], high = sums[0] < 0 ? ~0ull : 0;
+        if (words == 2 && sums[1] != 0) { /* + sums[1] * 2^word_bits, word_bits < 64 */
+            uint64_t add_low = (uint64_t)sums[1] << word_bits;
+            uint64_t add_high = (uint64_t)(sums[1] >> (64 - word_bits));
+            low += add_low;
+            high += add_high + (low < add_low);
+        }
+        int negative = (int)(high >> 63);
+        if (negative) { /* the magnitude of a 128-bit two's complement value */
+            low = ~low + 1;
+            high = ~high + (low == 0);
+        }
+        if (high == 0) {
+            if (low == 0) return dir == REPROD_ROUND_DOWN ? engine_sign_bit(f) : 0;
+            return engine_round_value(f, negative, low, base, 0, dir);
+        }
+        int lead = engine_leading_zeros(high);
+        uint64_t m = lead ? (high << lead) | (low >> (64 - lead)) : high;
+        int sticky = (lead ? low << lead : low) != 0;
+        return engine_round_value(f, negative, m, base + 64 - lead, sticky, dir);
+    }
     /* Carry the signed words into a two's complement integer of 64-bit limbs. */
     uint64_t limb[ENGINE_FIXED_MAX_LIMBS];
     int limbs = (words * word_bits + 63) / 64 + 2;
