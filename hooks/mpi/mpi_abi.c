@@ -132,7 +132,7 @@ static void resolve_handles(void)
     mpi.op_sum = predefined(abi->op_sum);
     mpi.op_prod = predefined(abi->op_prod);
     mpi.op_max = predefined(abi->op_max);
-    mpi.datatype_uint8 = predefined(abi->datatype_uint8);
+    mpi.datatype_int8 = predefined(abi->datatype_int8);
     mpi.datatype_int64 = predefined(abi->datatype_int64);
     if (!mpi.comm_world || !mpi.comm_self || !mpi.op_sum || !mpi.op_prod || !mpi.request_null)
         mpi.why_not = "the MPI library's predefined handles were not found";

@@ -31,7 +31,7 @@ enum reprod_route mpi_route(const struct mpi_reduction *reduction,
     if (reduction->action != REPROD_ACTION_EXACT || !reduction->plain ||
         !reduction->type.predefined ||
         reduction->type.element_class != REPROD_ELEMENT_ENGINE_FLOAT || count <= 0 ||
-        !mpi->op_max || !mpi->datatype_uint8 || !mpi->datatype_int64)
+        !mpi->op_max || !mpi->datatype_int8 || !mpi->datatype_int64)
         return REPROD_ROUTE_EXCHANGE;
     struct reprod_route_call call = {
         .nccl = 0,
@@ -154,10 +154,24 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
     return rc;
 }
 
+/* Pass 1: the MAX over the ranks of `bytes` unsigned codes, in place. The library reduces them
+ * as int8 with their top bit flipped (the same order): MPICH 4.0's MAX of MPI_UINT8_T and of
+ * MPI_UNSIGNED_CHAR answers wrongly, its MAX of MPI_INT8_T rightly. */
+static int max_of_codes(struct mpi_reduction *reduction, uint8_t *codes, size_t bytes)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    for (size_t i = 0; i < bytes; i++)
+        codes[i] ^= 0x80;
+    int rc = mpi->real.Allreduce((const void *)mpi->abi->in_place, codes, (int)bytes,
+                                 mpi->datatype_int8, mpi->op_max, reduction->comm);
+    for (size_t i = 0; i < bytes; i++)
+        codes[i] ^= 0x80;
+    return rc;
+}
+
 /* Pass 1 a segment at a time, pass 2 a piece at a time, `elements` engine elements. */
 static int run_segments(struct fixed_run *run, size_t elements)
 {
-    const struct reprod_mpi *mpi = reprod_mpi();
     struct mpi_reduction *reduction = run->reduction;
     int ranks = reduction->ranks;
     size_t segment = elements < SEGMENT_ELEMENTS ? elements : SEGMENT_ELEMENTS;
@@ -174,8 +188,7 @@ static int run_segments(struct fixed_run *run, size_t elements)
     for (size_t start = 0; start < elements && rc == REPROD_MPI_OK; start += segment) {
         size_t count = elements - start < segment ? elements - start : segment;
         reprod_engine_fixed_codes(run->type, run->source + start * run->bytes, count, run->codes);
-        rc = mpi->real.Allreduce((const void *)mpi->abi->in_place, run->codes, (int)(2 * count),
-                                 mpi->datatype_uint8, mpi->op_max, reduction->comm);
+        rc = max_of_codes(reduction, run->codes, 2 * count);
         for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
             const uint8_t *codes = run->codes + 2 * done;
             size_t left = count - done;

@@ -296,7 +296,7 @@ int mpi_scan_path(struct mpi_reduction *reduction, const void *source, void *res
 
 /* The route of a call deciding EXACT: REPROD_ROUTE_EXCHANGE unless the type is one the engine
  * splits (a predefined float, plain), the library has the route's own handles (MPI_MAX,
- * MPI_UINT8_T, MPI_INT64_T), and reprod_route_choose says so. `count` in MPI elements (the
+ * MPI_INT8_T, MPI_INT64_T), and reprod_route_choose says so. `count` in MPI elements (the
  * call's total); `one_pass`: the call can take only the one-pass form. The same on every rank. */
 enum reprod_route mpi_route(const struct mpi_reduction *reduction,
                             enum reprod_collective collective, mpi_count count, int one_pass);

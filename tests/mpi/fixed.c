@@ -7,12 +7,12 @@
  *
  * The data: wide exponents, both signs, cancellation (so the rounded sum depends on order),
  * signed zeros (every term -0, a mix), an infinity on rank 1 only (a scan's prefix before it is
- * finite), subnormals. With --pairs instead: rank 0 and 1 hold A and B, the other ranks pairs
+ * finite), subnormals. Then the "pairs" cases: rank 0 and 1 hold A and B, the other ranks pairs
  * c, -c that cancel exactly (an odd one out holds +0), so that every world size has the same
  * exact sum, A + B, while a native sum's order makes it lose A or B under c.
  *
- * An ordinary MPI program; it knows nothing of the shim. Output (rank 0): one line per case,
- * "case <call> <type> <count> <digest>" (a reduce-scatter's digest is of rank 0's block, a
+ * An ordinary MPI program; it knows nothing of the shim (--native: no oracle). Output (rank 0):
+ * one line per case, "case|pairs <call> <type> <count> <digest>" (a reduce-scatter's digest is of rank 0's block, a
  * scan's of the last rank's prefix). Exit status 1 on a wrong element, printed with its inputs.
  */
 #include <math.h>
@@ -162,7 +162,7 @@ static void report(enum call call, const struct type_case *type, size_t count, c
     uint64_t mine = digest(data, bytes), theirs = mine;
     MPI_Bcast(&theirs, 1, MPI_UINT64_T, holder, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("case %s %s %zu %016llx\n", names[call], type->name, count,
+        printf("%s %s %s %zu %016llx\n", pairs ? "pairs" : "case", names[call], type->name, count,
                (unsigned long long)theirs);
 }
 
@@ -230,7 +230,7 @@ static void run_case(enum call call, const struct type_case *type, size_t count)
                        MPI_INFO_NULL, &request);
         /* Twice: the second round's contribution differs (the first's negated). */
         for (int round = 0; round < 2; round++) {
-            if (round) fill(type, rank + 1000, reals, 0, send);
+            if (round && !pairs) fill(type, rank + 1000, reals, 0, send);
             MPI_Start(&request);
             MPI_Wait(&request, MPI_STATUS_IGNORE);
             if (!round) check(type, "persistent (round 1)", receive, reals, 0, 0, ranks);
@@ -256,7 +256,7 @@ static void run_case(enum call call, const struct type_case *type, size_t count)
         holder = ranks - 1;
     } else if (call == PERSISTENT) {
         if (!native) { /* round 2: contributions 1000 .. 1000 + ranks - 1 */
-            check(type, "persistent (round 2)", receive, out_reals, 0, 1000, ranks);
+            check(type, "persistent (round 2)", receive, out_reals, 0, pairs ? 0 : 1000, ranks);
         }
     } else {
         check(type, name, receive, out_reals, 0, 0, ranks);
@@ -272,10 +272,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--pairs") == 0) pairs = 1;
-        if (strcmp(argv[a], "--native") == 0) native = 1;
-    }
+    native = argc > 1 && strcmp(argv[1], "--native") == 0;
     const char *rounding = getenv("REPROD_ROUNDING");
     if (rounding && strcmp(rounding, "zero") == 0) direction = MPFR_RNDZ;
     if (rounding && strcmp(rounding, "up") == 0) direction = MPFR_RNDU;
@@ -288,13 +285,14 @@ int main(int argc, char **argv)
         {"double_complex", MPI_C_DOUBLE_COMPLEX, 8, 2, 53, -1022},
     };
     const size_t counts[] = {1, 41};
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-            for (int call = 0; call < CALLS; call++) {
-                /* --pairs: the calls whose result is the whole sum on rank 0 or the root. */
-                if (pairs && (call == SCAN || call == EXSCAN || call == ISCAN)) continue;
-                run_case((enum call)call, &types[t], counts[c]);
-            }
+    for (pairs = 0; pairs < 2; pairs++)
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                for (int call = 0; call < CALLS; call++) {
+                    /* Pairs: the calls whose result is the whole sum. */
+                    if (pairs && (call == SCAN || call == EXSCAN || call == ISCAN)) continue;
+                    run_case((enum call)call, &types[t], counts[c]);
+                }
     int all_failures = 0;
     MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The fixed-point route (REPROD_ROUTE=fixed): every float sum (all-reduce, in place too, reduce,
+# reduce-scatter of both kinds, scan, exclusive scan, nonblocking all-reduce, reduce and scan,
+# persistent all-reduce) on float, double and both complex types equals MPFR's correctly rounded
+# sum in each of the four directions (tests/mpi/fixed.c checks every element in every run), on
+# 2 to 32 ranks of Open MPI and 2 and 3 of MPICH (whose ranks poll: slow oversubscribed); and
+# one result, bit for bit:
+#   - across world sizes: the "pairs" cases have the same exact sum on every world size;
+#   - across the two routes: REPROD_ROUTE=exchange gives the fixed route's bits;
+#   - across Open MPI's all-reduce algorithms (coll_tuned_allreduce_algorithm 1 to 6);
+#   - across the two libraries.
+. tests/lib.sh
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+openmpi=$BUILD/tests/mpi/fixed
+mpich=$BUILD/tests/mpich/fixed
+[ -x "$openmpi" ] && [ -x "$mpich" ] || fail "$openmpi or $mpich is not built"
+fast=(--mca btl self,vader)
+
+# ompi NAME NP ROUTE DIRECTION [MPIRUN ARGS...]: one run, its lines in $out/NAME.
+ompi() {
+    local name=$1 np=$2 route=$3 direction=$4
+    shift 4
+    run_mpi_shim "$np" "${fast[@]}" -x REPROD_ROUTE="$route" -x REPROD_ROUNDING="$direction" \
+        "$@" "$openmpi" >"$out/$name" 2>"$out/err" ||
+        fail "Open MPI np=$np route=$route rounding=$direction $*: $(head -c 2000 "$out/err")"
+}
+
+mpich() {
+    local name=$1 np=$2 route=$3 direction=$4
+    run_mpich_shim "$np" -env REPROD_ROUTE "$route" -env REPROD_ROUNDING "$direction" \
+        "$mpich" >"$out/$name" 2>"$out/err" ||
+        fail "MPICH np=$np route=$route rounding=$direction: $(head -c 2000 "$out/err")"
+}
+
+# same A B WHAT [PATTERN]: the lines of runs A and B (those matching PATTERN) are identical.
+same() {
+    local pattern=${4:-.}
+    cmp -s <(grep "$pattern" "$out/$1") <(grep "$pattern" "$out/$2") ||
+        fail "$3: $(diff <(grep "$pattern" "$out/$1") <(grep "$pattern" "$out/$2") | head -6)"
+}
+
+# Every direction, against the oracle, on 2 and 5 ranks; to nearest on 3 and 8.
+directions="nearest zero up down"
+if sanitized; then directions="nearest down"; fi
+for np in 2 5; do
+    for direction in $directions; do
+        ompi "ompi.$np.$direction" "$np" fixed "$direction"
+    done
+done
+for np in 3 8; do
+    ompi "ompi.$np.nearest" "$np" fixed nearest
+done
+ok "Open MPI np 2 and 5 rounding $directions, np 3 and 8 to nearest: every call, type and element equals MPFR's sum"
+
+# Larger worlds (oversubscribed), to nearest; the pairs' sum is the same on every world size.
+for np in 16 32; do
+    ompi "ompi.$np.nearest" "$np" fixed nearest
+done
+for np in 2 3 5 8 16; do
+    same "ompi.$np.nearest" ompi.32.nearest "pairs: np=$np and np=32 differ" '^pairs'
+done
+ok "Open MPI np=16 and 32 equal MPFR's sum; the pairs cases give the same bits on 2 to 32 ranks"
+
+# The exchange gives the fixed route's bits, every case.
+for np in 5 16; do
+    ompi "ompi.$np.exchange" "$np" exchange nearest
+    same "ompi.$np.nearest" "ompi.$np.exchange" "np=$np: REPROD_ROUTE=exchange and =fixed differ"
+done
+ompi ompi.5.exchange.down 5 exchange down
+same ompi.5.down ompi.5.exchange.down "np=5 rounding down: the two routes differ"
+ok "the exchange and the fixed route: the same bits (np 5 and 16, nearest and down)"
+
+# Every Open MPI all-reduce algorithm under the fixed route's own integer sums.
+for algorithm in 1 2 3 4 5 6; do
+    ompi "ompi.5.algorithm$algorithm" 5 fixed nearest --mca coll_tuned_use_dynamic_rules 1 \
+        --mca coll_tuned_allreduce_algorithm "$algorithm"
+    same ompi.5.nearest "ompi.5.algorithm$algorithm" "np=5: allreduce algorithm $algorithm differs"
+done
+ok "Open MPI's all-reduce algorithms 1 to 6 at np=5: one result"
+
+# MPICH: the oracle in every direction on 2 ranks, to nearest on 3; Open MPI's bits.
+for direction in $directions; do
+    mpich "mpich.2.$direction" 2 fixed "$direction"
+    same "ompi.2.$direction" "mpich.2.$direction" "np=2 rounding $direction: MPICH and Open MPI differ"
+done
+mpich mpich.3.nearest 3 fixed nearest
+same ompi.3.nearest mpich.3.nearest "np=3: MPICH and Open MPI differ"
+ok "MPICH np=2 ($directions) and np=3: MPFR's sum, and Open MPI's bits"
