@@ -7,12 +7,13 @@
  *
  * The data: wide exponents, both signs, cancellation (so the rounded sum depends on order),
  * signed zeros (every term -0, a mix), an infinity on rank 1 only (a scan's prefix before it is
- * finite), subnormals. Then the "pairs" cases: rank 0 and 1 hold A and B, the other ranks pairs
+ * finite), subnormals; with --large, large calls too ("large" lines: several segments and pieces of
+ * the fixed route). Then the "pairs" cases: rank 0 and 1 hold A and B, the other ranks pairs
  * c, -c that cancel exactly (an odd one out holds +0), so that every world size has the same
  * exact sum, A + B, while a native sum's order makes it lose A or B under c.
  *
  * An ordinary MPI program; it knows nothing of the shim (--native: no oracle). Output (rank 0):
- * one line per case, "case|pairs <call> <type> <count> <digest>" (a reduce-scatter's digest is of rank 0's block, a
+ * one line per case, "case|large|pairs <call> <type> <count> <digest>" (a reduce-scatter's digest is of rank 0's block, a
  * scan's of the last rank's prefix). Exit status 1 on a wrong element, printed with its inputs.
  */
 #include <math.h>
@@ -30,7 +31,7 @@
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #endif
 
-static int rank, ranks, pairs, native, failures;
+static int rank, ranks, pairs, wide, large, native, failures;
 static mpfr_rnd_t direction = MPFR_RNDN;
 
 static uint64_t mix(uint64_t x)
@@ -46,6 +47,10 @@ static uint64_t mix(uint64_t x)
 static double value(int v, size_t i, int min_exponent)
 {
     uint64_t bits = mix(((uint64_t)(v + 1) << 40) ^ (i * 7919));
+    if (wide) { /* terms across the whole binary64 range: the most words an element takes */
+        double x = ldexp(1.0 + (double)(bits >> 12) / 4503599627370496.0, (int)(bits % 2000) - 1000);
+        return (bits & 1) ? -x : x;
+    }
     if (pairs) {
         double x = ldexp(1.0 + (double)(bits >> 12) / 4503599627370496.0, (int)(bits % 41) - 20);
         if (v == 0 || v == 1) return (bits & 1) ? -x : x;
@@ -162,7 +167,8 @@ static void report(enum call call, const struct type_case *type, size_t count, c
     uint64_t mine = digest(data, bytes), theirs = mine;
     MPI_Bcast(&theirs, 1, MPI_UINT64_T, holder, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("%s %s %s %zu %016llx\n", pairs ? "pairs" : "case", names[call], type->name, count,
+        printf("%s %s %s %zu %016llx\n", pairs ? "pairs" : count > 1000 ? "large" : "case",
+               names[call], type->name, count,
                (unsigned long long)theirs);
 }
 
@@ -272,7 +278,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    native = argc > 1 && strcmp(argv[1], "--native") == 0;
+    for (int a = 1; a < argc; a++) {
+        native |= strcmp(argv[a], "--native") == 0;
+        large |= strcmp(argv[a], "--large") == 0;
+    }
     const char *rounding = getenv("REPROD_ROUNDING");
     if (rounding && strcmp(rounding, "zero") == 0) direction = MPFR_RNDZ;
     if (rounding && strcmp(rounding, "up") == 0) direction = MPFR_RNDU;
@@ -293,6 +302,17 @@ int main(int argc, char **argv)
                     if (pairs && (call == SCAN || call == EXSCAN || call == ISCAN)) continue;
                     run_case((enum call)call, &types[t], counts[c]);
                 }
+    /* --large: large calls (on few ranks: MPFR checks every element), several segments of pass 1 (2^18 elements), and with terms
+     * over the whole binary64 range (about 37 words an element) several pieces of pass 2. */
+    pairs = 0;
+    if (large) {
+        run_case(ALLREDUCE, &types[0], ((size_t)1 << 18) + 77);
+        run_case(REDUCE_SCATTER_BLOCK, &types[0], ((size_t)1 << 17) / (size_t)ranks + 5);
+        wide = 1;
+        run_case(ALLREDUCE, &types[1], ((size_t)1 << 17) + 3);
+        run_case(REDUCE, &types[1], ((size_t)1 << 17) + 3);
+        wide = 0;
+    }
     int all_failures = 0;
     MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
