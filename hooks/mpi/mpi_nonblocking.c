@@ -309,6 +309,51 @@ static int check_counts(const struct mpi_reduction *reduction, struct mpi_counts
     return *total == 0 ? REPROD_PASS_EMPTY : -1;
 }
 
+/* The one-pass fixed route of a reduce-scatter of `total` elements, when the route says so and
+ * the library can take its word counts (int, or its large-count call): an entry whose scratch
+ * holds this rank's words of every element (at raw_words), room for the words of its own
+ * block (words, rounded at completion into recvbuf) and the word counts per rank. NULL: the
+ * exchange. */
+static struct pending *scattered_words(struct mpi_reduction *reduction, const void *sendbuf,
+                                       void *recvbuf, struct mpi_counts counts, mpi_count uniform,
+                                       mpi_count total)
+{
+    if (mpi_route(reduction, REPROD_COLLECTIVE_REDUCE_SCATTER, total, 1) !=
+        REPROD_ROUTE_FIXED_ONE_PASS)
+        return NULL;
+    int ranks = reduction->ranks;
+    mpi_count mine = counts.values ? mpi_counts_at(counts, reduction->rank) : uniform;
+    size_t per_element = mpi_fixed_one_pass_words(reduction, 1);
+    size_t send_words = (size_t)total * per_element, mine_words = (size_t)mine * per_element;
+    int narrow = send_words <= INT_MAX;
+    if (!narrow && !HAS_MPI(Ireduce_scatter_c)) return NULL;
+    size_t count_bytes = (size_t)ranks * (narrow ? sizeof(int) : sizeof(mpi_count));
+    void *extra = NULL;
+    struct pending *entry = mpi_pending_new(
+        reduction, 0, (send_words + mine_words) * sizeof(int64_t) + count_bytes, &extra);
+    entry->raw_words = extra;
+    entry->words = (int64_t *)extra + send_words;
+    void *word_counts = entry->words + mine_words;
+    for (int r = 0; r < ranks; r++) {
+        mpi_count words = (counts.values ? mpi_counts_at(counts, r) : uniform) *
+                          (mpi_count)per_element;
+        if (narrow)
+            ((int *)word_counts)[r] = (int)words;
+        else
+            ((mpi_count *)word_counts)[r] = words;
+    }
+    entry->fixed_terms = ranks;
+    entry->block_elements = mine;
+    entry->out = mine > 0 ? recvbuf : NULL;
+    entry->elements = total;
+    entry->how = "reduce-scatter (int64 sum)";
+    entry->source = mpi_source(sendbuf, recvbuf);
+    entry->reduction.route = "fixed one-pass: int64 SUM of whole-range words";
+    mpi_trace_input(&entry->reduction, entry->source, total);
+    mpi_fixed_one_pass_split(&entry->reduction, entry->source, total, entry->raw_words);
+    return entry;
+}
+
 /* Ireduce_scatter and Ireduce_scatter_block (counts.values NULL): all-to-all of the chunks; at
  * completion reduce our chunk of every rank. The count arrays must live until completion:
  * they sit in the entry's scratch. */
@@ -341,6 +386,20 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
     }
     int ranks = reduction.ranks;
     mpi_count mine = counts.values ? mpi_counts_at(counts, reduction.rank) : uniform;
+    struct pending *fixed = scattered_words(&reduction, sendbuf, recvbuf, counts, uniform, total);
+    if (fixed) {
+        const struct reprod_mpi *mpi = reprod_mpi();
+        int64_t *send_words = (int64_t *)fixed->raw_words;
+        void *word_counts = fixed->words + mpi_fixed_one_pass_words(&fixed->reduction, mine);
+        int narrow = mpi_fixed_one_pass_words(&fixed->reduction, total) <= INT_MAX;
+        int rc = narrow ? REAL_MPI(Ireduce_scatter)(send_words, fixed->words, word_counts,
+                                                    mpi->datatype_int64, mpi->op_sum, comm,
+                                                    request)
+                        : REAL_MPI(Ireduce_scatter_c)(send_words, fixed->words, word_counts,
+                                                      mpi->datatype_int64, mpi->op_sum, comm,
+                                                      request);
+        return started(fixed, request, rc);
+    }
     void *arrays = NULL;
     struct pending *entry =
         mpi_pending_new(&reduction, mine * ranks, mpi_exchange_bytes(ranks), &arrays);

@@ -1,6 +1,6 @@
 /* fixed.c: every float sum the shim serves (MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,
- * MPI_Reduce_scatter, MPI_Scan, MPI_Exscan, MPI_Iallreduce, MPI_Ireduce, MPI_Iscan, the
- * persistent all-reduce) on float, double and both complex types, checked element by element
+ * MPI_Reduce_scatter, MPI_Scan, MPI_Exscan, MPI_Iallreduce, MPI_Ireduce, MPI_Iscan,
+ * MPI_Ireduce_scatter, the persistent all-reduce) on float, double and both complex types, checked element by element
  * against MPFR's correctly rounded sum in the direction REPROD_ROUNDING names. Written for
  * tests/mpi/mpi_fixed.sh, which runs it with REPROD_ROUTE=fixed and =exchange: the same bits
  * either way.
@@ -154,11 +154,11 @@ static void check(const struct type_case *type, const char *call, const void *re
 
 enum call {
     ALLREDUCE, ALLREDUCE_IN_PLACE, REDUCE, REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, SCAN, EXSCAN,
-    IALLREDUCE, IREDUCE, ISCAN, PERSISTENT, CALLS
+    IALLREDUCE, IREDUCE, ISCAN, IREDUCE_SCATTER, PERSISTENT, CALLS
 };
 static const char *const names[CALLS] = {
     "allreduce", "allreduce_in_place", "reduce", "reduce_scatter_block", "reduce_scatter",
-    "scan", "exscan", "iallreduce", "ireduce", "iscan", "persistent"};
+    "scan", "exscan", "iallreduce", "ireduce", "iscan", "ireduce_scatter", "persistent"};
 
 /* Report a digest of `bytes` at `data` held by rank `holder`. */
 static void report(enum call call, const struct type_case *type, size_t count, const void *data,
@@ -180,11 +180,11 @@ static void run_case(enum call call, const struct type_case *type, size_t count)
     int *counts = malloc(sizeof(int) * (size_t)ranks);
     size_t total = 0, mine_first = 0;
     for (int r = 0; r < ranks; r++) {
-        counts[r] = (int)count + (call == REDUCE_SCATTER ? r % 3 : 0);
+        counts[r] = (int)count + (call == REDUCE_SCATTER || call == IREDUCE_SCATTER ? r % 3 : 0);
         if (r < rank) mine_first += (size_t)counts[r];
         total += (size_t)counts[r];
     }
-    int scattered = call == REDUCE_SCATTER || call == REDUCE_SCATTER_BLOCK;
+    int scattered = call == REDUCE_SCATTER || call == REDUCE_SCATTER_BLOCK || call == IREDUCE_SCATTER;
     size_t in_elements = scattered ? total : count;
     size_t out_elements = scattered ? (size_t)counts[rank] : count;
     char *send = malloc(element * in_elements + 8);
@@ -229,6 +229,11 @@ static void run_case(enum call call, const struct type_case *type, size_t count)
         break;
     case ISCAN:
         MPI_Iscan(send, receive, (int)count, type->datatype, MPI_SUM, MPI_COMM_WORLD, &request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+        break;
+    case IREDUCE_SCATTER:
+        MPI_Ireduce_scatter(send, receive, counts, type->datatype, MPI_SUM, MPI_COMM_WORLD,
+                            &request);
         MPI_Wait(&request, MPI_STATUS_IGNORE);
         break;
     case PERSISTENT:

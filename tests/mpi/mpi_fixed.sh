@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fixed-point route (REPROD_ROUTE=fixed): every float sum (all-reduce, in place too, reduce,
-# reduce-scatter of both kinds, scan, exclusive scan, nonblocking all-reduce, reduce and scan,
-# persistent all-reduce) on float, double and both complex types equals MPFR's correctly rounded
+# reduce-scatter of both kinds, scan, exclusive scan, nonblocking all-reduce, reduce, scan and
+# reduce-scatter, persistent all-reduce) on float, double and both complex types equals MPFR's correctly rounded
 # sum in each of the four directions (tests/mpi/fixed.c checks every element in every run), on
 # 2 to 32 ranks of Open MPI and 2 and 3 of MPICH (whose ranks poll: slow oversubscribed); and
 # one result, bit for bit:
