@@ -57,7 +57,7 @@ struct fixed_run {
     int64_t *words;     /* room for word_capacity words */
     size_t word_capacity;
     void *words_raw;    /* words allocated beyond the first scratch, or NULL */
-    int words_per_word; /* words of room per word of a piece: 2 for a reduce-scatter */
+    int words_per_word; /* words of room per word of a piece: 2 where the sums go beside */
     int root;           /* MPI_Reduce */
     const mpi_count *block_starts; /* reduce-scatter: rank r's block, in engine elements, is
                                       [block_starts[r], block_starts[r + 1]) */
@@ -105,14 +105,16 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
     int ranks = run->reduction->ranks, is_root = run->reduction->rank == run->root;
     reprod_engine_fixed_split(run->type, ranks, run->dir, run->source + first * run->bytes, codes,
                               count, run->offsets, run->words);
+    /* The root receives beside its words, not in place: MPICH 4.0's MPI_Reduce with
+     * MPI_IN_PLACE on a root other than 0 reads MPI_IN_PLACE as a buffer from 512 elements. */
+    int64_t *sums = run->words + total;
     int rc = REPROD_MPI_OK;
     if (total)
-        rc = mpi->real.Reduce(is_root ? (const void *)mpi->abi->in_place : run->words,
-                              is_root ? run->words : NULL, (int)total, mpi->datatype_int64,
+        rc = mpi->real.Reduce(run->words, is_root ? sums : NULL, (int)total, mpi->datatype_int64,
                               mpi->op_sum, run->root, run->reduction->comm);
     if (rc == REPROD_MPI_OK && is_root)
         reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes, count,
-                                  run->offsets, run->words, run->result + first * run->bytes);
+                                  run->offsets, sums, run->result + first * run->bytes);
     return rc;
 }
 
@@ -245,6 +247,7 @@ int mpi_fixed_reduce(struct mpi_reduction *reduction, const void *source, void *
     struct fixed_run run;
     run_init(&run, reduction, source, result);
     run.pass2 = reduce_pass2;
+    run.words_per_word = 2;
     run.root = root;
     reduction->route = "fixed: MAX of codes, int64 SUM of words to the root";
     return run_segments(&run, engine_count(reduction, count));
