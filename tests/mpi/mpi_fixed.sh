@@ -71,14 +71,27 @@ for np in 2 3 5 8 16; do
 done
 ok "Open MPI np=16 and 32 equal MPFR's sum; the pairs cases give the same bits on 2 to 32 ranks"
 
-# The exchange gives the fixed route's bits, every case.
-for np in 5 16; do
-    ompi "ompi.$np.exchange" "$np" exchange nearest
-    same "ompi.$np.nearest" "ompi.$np.exchange" "np=$np: REPROD_ROUTE=exchange and =fixed differ"
+# The exchange gives the fixed route's bits, every case; at np=5 the traces name each call's
+# route and `reprod diff` finds the two runs' traces agree.
+mkdir -p "$out/trace.fixed" "$out/trace.exchange"
+ompi ompi.5.traced 5 fixed nearest -x REPROD_TRACE="$out/trace.fixed"
+ompi ompi.5.exchange 5 exchange nearest -x REPROD_TRACE="$out/trace.exchange"
+same ompi.5.nearest ompi.5.traced "np=5: a traced run differs"
+same ompi.5.nearest ompi.5.exchange "np=5: REPROD_ROUTE=exchange and =fixed differ"
+for expected in "MPI_Allreduce .* route=fixed$" "MPI_Iallreduce .* route=fixed-one-pass$" \
+    "MPI_Scan .* route=fixed-one-pass$"; do
+    grep -q "api=$expected" "$out/trace.fixed/rank0.trace" ||
+        fail "the fixed run's trace has no line like 'api=$expected': $(head -3 "$out/trace.fixed/rank0.trace")"
 done
+grep -q "api=MPI_Allreduce .* route=exchange$" "$out/trace.exchange/rank0.trace" ||
+    fail "the exchange run's trace does not name its route: $(head -3 "$out/trace.exchange/rank0.trace")"
+"$BUILD/reprod" diff "$out/trace.fixed" "$out/trace.exchange" >"$out/diff" 2>&1 ||
+    fail "reprod diff of the two routes' traces: $(head -5 "$out/diff")"
+ompi ompi.16.exchange 16 exchange nearest
+same ompi.16.nearest ompi.16.exchange "np=16: REPROD_ROUTE=exchange and =fixed differ"
 ompi ompi.5.exchange.down 5 exchange down
 same ompi.5.down ompi.5.exchange.down "np=5 rounding down: the two routes differ"
-ok "the exchange and the fixed route: the same bits (np 5 and 16, nearest and down)"
+ok "the exchange and the fixed route: the same bits (np 5 and 16, nearest and down); traces name the route and agree"
 
 # Every Open MPI all-reduce algorithm under the fixed route's own integer sums.
 for algorithm in 1 2 3 4 5 6; do
