@@ -11,6 +11,7 @@
  */
 #include "mpi/mpi_path.h"
 
+#include "common.h"
 #include "engine/engine.h"
 #include "runtime/config.h"
 
@@ -66,6 +67,14 @@ struct fixed_run {
                  size_t total);
 };
 
+/* The engine's time (the summary's arithmetic) around `work`, when the call is timed. */
+#define ENGINE_TIMED(reduction, work)                                                              \
+    do {                                                                                           \
+        uint64_t started_ = (reduction)->timed ? reprod_clock_ns() : 0;                            \
+        work;                                                                                      \
+        if ((reduction)->timed) (reduction)->engine_ns += reprod_clock_ns() - started_;            \
+    } while (0)
+
 /* Room for `words` words (the first scratch, or memory of their own). */
 static void ensure_words(struct fixed_run *run, size_t words)
 {
@@ -88,13 +97,17 @@ static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
                            const uint8_t *codes, size_t total)
 {
     int ranks = run->reduction->ranks;
-    reprod_engine_fixed_split(run->type, ranks, run->dir, run->source + first * run->bytes, codes,
-                              count, run->offsets, run->words);
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, total)
                    : REPROD_MPI_OK;
     if (rc == REPROD_MPI_OK)
-        reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes, count,
-                                  run->offsets, run->words, run->result + first * run->bytes);
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, run->words,
+                                               run->result + first * run->bytes));
     return rc;
 }
 
@@ -103,8 +116,10 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     int ranks = run->reduction->ranks, is_root = run->reduction->rank == run->root;
-    reprod_engine_fixed_split(run->type, ranks, run->dir, run->source + first * run->bytes, codes,
-                              count, run->offsets, run->words);
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     /* The root receives beside its words, not in place: MPICH 4.0's MPI_Reduce with
      * MPI_IN_PLACE on a root other than 0 reads MPI_IN_PLACE as a buffer from 512 elements. */
     int64_t *sums = run->words + total;
@@ -113,8 +128,10 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
         rc = mpi->real.Reduce(run->words, is_root ? sums : NULL, (int)total, mpi->datatype_int64,
                               mpi->op_sum, run->root, run->reduction->comm);
     if (rc == REPROD_MPI_OK && is_root)
-        reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes, count,
-                                  run->offsets, sums, run->result + first * run->bytes);
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, sums,
+                                               run->result + first * run->bytes));
     return rc;
 }
 
@@ -131,8 +148,10 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
     const struct reprod_mpi *mpi = reprod_mpi();
     struct mpi_reduction *reduction = run->reduction;
     int ranks = reduction->ranks, rank = reduction->rank;
-    reprod_engine_fixed_split(run->type, ranks, run->dir, run->source + first * run->bytes, codes,
-                              count, run->offsets, run->words);
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     for (int r = 0; r < ranks; r++) {
         size_t low = in_piece(run->block_starts[r], first, count);
         size_t high = in_piece(run->block_starts[r + 1], first, count);
@@ -150,8 +169,10 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
         reprod_engine_fixed_layout(run->type, ranks, run->dir, codes + 2 * low, high - low,
                                    run->offsets);
         size_t at = first + low - (size_t)run->block_starts[rank];
-        reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes + 2 * low,
-                                  high - low, run->offsets, mine, run->result + at * run->bytes);
+        ENGINE_TIMED(reduction, reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir,
+                                                          codes + 2 * low, high - low,
+                                                          run->offsets, mine,
+                                                          run->result + at * run->bytes));
     }
     return rc;
 }
@@ -189,7 +210,8 @@ static int run_segments(struct fixed_run *run, size_t elements)
     int rc = REPROD_MPI_OK;
     for (size_t start = 0; start < elements && rc == REPROD_MPI_OK; start += segment) {
         size_t count = elements - start < segment ? elements - start : segment;
-        reprod_engine_fixed_codes(run->type, run->source + start * run->bytes, count, run->codes);
+        ENGINE_TIMED(reduction, reprod_engine_fixed_codes(
+                                    run->type, run->source + start * run->bytes, count, run->codes));
         rc = max_of_codes(reduction, run->codes, 2 * count);
         for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
             const uint8_t *codes = run->codes + 2 * done;
@@ -320,17 +342,18 @@ int mpi_fixed_scan(struct mpi_reduction *reduction, const void *source, void *re
     int rc = REPROD_MPI_OK;
     for (size_t first = 0; first < elements && rc == REPROD_MPI_OK; first += piece) {
         size_t n = elements - first < piece ? elements - first : piece;
-        reprod_engine_fixed_full_split(type, reduction->ranks, (const char *)source + first * bytes,
-                                       n, words);
+        ENGINE_TIMED(reduction, reprod_engine_fixed_full_split(type, reduction->ranks,
+                                                               (const char *)source + first * bytes,
+                                                               n, words));
         int words_count = (int)(n * per_element);
         rc = exclusive ? mpi->real.Exscan(in_place, words, words_count, mpi->datatype_int64,
                                           mpi->op_sum, reduction->comm)
                        : mpi->real.Scan(in_place, words, words_count, mpi->datatype_int64,
                                         mpi->op_sum, reduction->comm);
         if (rc == REPROD_MPI_OK && receives)
-            reprod_engine_fixed_full_round_prefix(type, reduction->ranks, terms,
-                                                  reprod_config()->rounding, n, words,
-                                                  (char *)result + first * bytes);
+            ENGINE_TIMED(reduction, reprod_engine_fixed_full_round_prefix(
+                                        type, reduction->ranks, terms, reprod_config()->rounding,
+                                        n, words, (char *)result + first * bytes));
     }
     mpi_scratch_release(raw);
     return rc;

@@ -1,9 +1,11 @@
 /* mpi_path.h: what the MPI hooks share: the decision, the accounting, the data movement and
  * the deterministic data paths.
  *
- * Only data moves through the real library (all-gather, all-to-all, gather: exact copies);
- * the arithmetic happens in one place, mpi_reduce_blocks, on N contributions laid side by
- * side. The blocking hooks (mpi.c), the nonblocking and persistent ones (mpi_nonblocking.c)
+ * Two routes (runtime/route.h), chosen per call. The exchange: only data moves through the
+ * real library (all-gather, all-to-all, gather: exact copies); the arithmetic happens in one
+ * place, mpi_reduce_blocks, on N contributions laid side by side. The fixed route
+ * (mpi_fixed.c): the library's own MAX of byte codes and int64 SUM of fixed-point words, the
+ * engine's split and rounding on either side. The blocking hooks (mpi.c), the nonblocking and persistent ones (mpi_nonblocking.c)
  * and completion (mpi_complete.c) share it. Counts are 64-bit throughout: the classic bindings
  * take int, MPI-4's large-count bindings (MPI_Allreduce_c, ...) take MPI_Count.
  */
