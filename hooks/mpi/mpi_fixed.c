@@ -15,7 +15,6 @@
 #include "engine/engine.h"
 #include "runtime/config.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
