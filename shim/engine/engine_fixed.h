@@ -243,24 +243,36 @@ ENGINE_FUNCTION uint64_t engine_fixed_round_finite(const struct engine_format *f
         int sticky = (lead ? low << lead : low) != 0;
         return engine_round_value(f, negative, m, base + 64 - lead, sticky, dir);
     }
-    /* Carry the signed words into a two's complement integer of 64-bit limbs. */
+    /* Carry the signed words into a two's complement integer of 64-bit limbs: each word adds
+     * to two limbs, its carries and its sign's borrow wait in `pending` (small counts), and one
+     * pass from the bottom settles them: time in words + limbs, not their product. */
     uint64_t limb[ENGINE_FIXED_MAX_LIMBS];
+    int64_t pending[ENGINE_FIXED_MAX_LIMBS + 1];
     int limbs = (words * word_bits + 63) / 64 + 2;
     for (int i = 0; i < limbs; i++)
-        limb[i] = 0;
+        limb[i] = 0, pending[i] = 0;
+    pending[limbs] = 0;
     for (int k = 0; k < words; k++) {
         int64_t v = sums[k];
         if (v == 0) continue;
         int at = k * word_bits, i = at / 64, s = at % 64;
-        uint64_t extend = v < 0 ? ~0ull : 0;
-        uint64_t add[2] = {(uint64_t)v << s, s ? (uint64_t)(v >> (64 - s)) : extend};
-        uint64_t carry = 0;
-        for (int j = i; j < limbs; j++) {
-            uint64_t a = j - i < 2 ? add[j - i] : extend;
-            uint64_t t = limb[j] + a;
-            uint64_t c1 = t < a;
-            limb[j] = t + carry;
-            carry = c1 | (limb[j] < t);
+        /* v * 2^s = low + high * 2^64, high read as signed */
+        uint64_t low = (uint64_t)v << s;
+        uint64_t high = s ? (uint64_t)(v >> (64 - s)) : (v < 0 ? ~0ull : 0);
+        limb[i] += low;
+        pending[i + 1] += limb[i] < low;
+        limb[i + 1] += high;
+        pending[i + 2] += (int64_t)(limb[i + 1] < high) - (int64_t)(high >> 63);
+    }
+    for (int j = 0; j < limbs; j++) {
+        int64_t p = pending[j];
+        if (p > 0) {
+            limb[j] += (uint64_t)p;
+            pending[j + 1] += limb[j] < (uint64_t)p;
+        } else if (p < 0) {
+            uint64_t u = (uint64_t)-p;
+            pending[j + 1] -= limb[j] < u;
+            limb[j] -= u;
         }
     }
     int negative = (int)(limb[limbs - 1] >> 63);
