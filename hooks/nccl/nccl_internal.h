@@ -1,5 +1,6 @@
 /* nccl_internal.h: what the NCCL hook files share: the communicators and PreMulSum ops the shim
- * knows (nccl_comm.c), one deterministic reduction and its data path (nccl_path.c), the calls
+ * knows (nccl_comm.c), one deterministic reduction and its data path (nccl_path.c: the
+ * exchange; nccl_fixed.c: the fixed-point routes on NCCL's own integer collectives), the calls
  * checked as NCCL checks them (nccl_calls.c), the per-thread group that defers them
  * (nccl_group.c) and the rounds that run them (nccl_rounds.c).
  */
