@@ -365,7 +365,10 @@ void nccl_work_finish(struct nccl_work *w)
     if (output && nccl_hash_device(output, output_bytes, w->stream, w->info.device,
                                       &record.output_hash) == 0)
         record.has_output = 1;
-    reprod_trace_write(&record);
+    if (w->path == REPROD_PATH_EXACT)
+        reprod_trace_write_route(&record, reprod_route_name(w->route));
+    else
+        reprod_trace_write(&record);
 }
 
 void nccl_work_advance(struct nccl_work *w)

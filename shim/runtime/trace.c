@@ -174,6 +174,17 @@ void reprod_trace_write(const struct reprod_trace_record *record)
     write_record(record, "");
 }
 
+void reprod_trace_write_route(const struct reprod_trace_record *record, const char *route)
+{
+    char spaced[48], escaped[48], suffix[64];
+    snprintf(spaced, sizeof spaced, "%s", route ? route : "");
+    for (char *c = spaced; *c; c++)
+        if (*c == ' ') *c = '-';
+    reprod_escape_word(spaced, escaped, sizeof escaped);
+    snprintf(suffix, sizeof suffix, " route=%s", escaped);
+    write_record(record, suffix);
+}
+
 void reprod_trace_write_audited(const struct reprod_trace_record *record, uint64_t differing,
                                 uint64_t worst_ulps)
 {

@@ -4,7 +4,7 @@
 # 1. the same terms on 8, 16 and 32 ranks (tests/nccl/routes.c: eight sources, the rest -0) give
 #    one result, equal to MPFR's, under REPROD_ROUTE=fixed, exchange and auto (natively not);
 # 2. inside a group (the two-pass route) and captured into a graph (the one-pass route), the
-#    same bits on both routes; the log names the route each call took;
+#    same bits on both routes; the log and the trace name the route each call took;
 # 3. features.c's groups, errors inside groups, nonblocking communicators, graphs and pieces
 #    under REPROD_ROUTE=fixed;
 # 4. the shim built without nvcc (the stages on the host): the same bits.
@@ -50,7 +50,7 @@ ok "np=8, REPROD_ROUNDING=down on the fixed route: every element MPFR's"
 # 2. Groups (two passes) and graphs (one pass): the same bits as the exchange, the route logged.
 for np in 16; do
     for route in fixed exchange; do
-        run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_ROUTE=$route -x REPROD_VERBOSE=2 "$program" group graph \
+        run_mpi_shim "$np" -x LD_LIBRARY_PATH -x REPROD_ROUTE=$route -x REPROD_VERBOSE=2 -x REPROD_TRACE="$out/trace.$route" "$program" group graph \
             >"$out/scenarios.$route" 2>"$out/err.$route" ||
             fail "group, graph np=$np $route: $(cat "$out/scenarios.$route") $(head -c 2000 "$out/err.$route")"
         for scenario in group graph; do
@@ -63,7 +63,12 @@ for np in 16; do
     grep -Eq "route fixed( \(|$)" "$out/err.fixed" || fail "np=$np: the two-pass route not logged: $(grep -m3 route "$out/err.fixed")"
     grep -q "route fixed one-pass$" "$out/err.fixed" || fail "np=$np: the one-pass route not logged under capture: $(grep -m3 route "$out/err.fixed")"
     grep -q "route exchange" "$out/err.exchange" || fail "np=$np: the exchange not logged"
-    ok "np=$np: a group of four calls (two passes) and a captured graph replayed (one pass): every element MPFR's, the same bits as the exchange, the route in the log"
+    grep -q " route=fixed$" "$out/trace.fixed/rank0.trace" && grep -q " route=fixed-one-pass$" "$out/trace.fixed/rank0.trace" &&
+        grep -q " route=exchange$" "$out/trace.exchange/rank0.trace" ||
+        fail "np=$np: the traces do not name the routes: $(grep -m4 api=nccl "$out/trace.fixed/rank0.trace")"
+    "$BUILD/reprod" diff "$out/trace.fixed" "$out/trace.exchange" >"$out/diff" ||
+        fail "np=$np: reprod diff of the two routes' traces: $(cat "$out/diff")"
+    ok "np=$np: a group of four calls (two passes) and a captured graph replayed (one pass): every element MPFR's, the same bits as the exchange, the route in the log and the trace, the two routes' traces agree under reprod diff"
 done
 
 # 3. features.c under the fixed route: groups mixing calls, errors in groups (NCCL's codes, the
