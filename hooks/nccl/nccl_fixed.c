@@ -165,7 +165,8 @@ static void run_stage(struct nccl_work *w, const struct reprod_device_fixed *s, 
 }
 
 /* A stage that reads this rank's terms of the piece (CODES, SPLIT, FULL_SPLIT): PreMulSum's
- * scaled copy, or the caller's input, one launch per block for a ReduceScatter in pieces. */
+ * scaled copy, or the caller's input (a ReduceScatter in pieces: a block of each rank's part,
+ * read in place). */
 static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage stage,
                             size_t piece)
 {
@@ -176,20 +177,10 @@ static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage 
         run_stage(w, &st, "the fixed route's split");
         return;
     }
-    if (w->collective != NCCL_REDUCE_SCATTER || piece == w->count) {
-        st.terms = (const char *)w->send + w->offset * s;
-        run_stage(w, &st, "the fixed route's split");
-        return;
-    }
-    int stride = st.stride;
-    for (int b = 0; b < w->info.ranks; b++) {
-        struct reprod_device_fixed part = st;
-        part.elements = piece;
-        part.terms = (const char *)w->send + ((size_t)b * w->count + w->offset) * s;
-        part.codes = st.codes + 2 * (size_t)b * piece;
-        part.words = st.words + (size_t)b * piece * (size_t)stride;
-        run_stage(w, &part, "the fixed route's split");
-    }
+    st.terms = (const char *)w->send + w->offset * s;
+    if (w->collective == NCCL_REDUCE_SCATTER && piece < w->count) /* block b at b * count */
+        st.terms_block = piece, st.terms_stride = w->count;
+    run_stage(w, &st, "the fixed route's split");
 }
 
 /* PreMulSum: every rank multiplies its own contribution by its own scalar, in its type,

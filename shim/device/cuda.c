@@ -419,6 +419,8 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.stride = stage->stride;
     args.elements = stage->elements;
     args.terms = stage->terms;
+    args.terms_block = stage->terms_block;
+    args.terms_stride = stage->terms_stride;
     args.codes = stage->codes;
     args.words = stage->words;
     args.out = stage->out;

@@ -150,6 +150,8 @@ struct reprod_device_fixed {
     int stride; /* int64 words an element in `words` */
     size_t elements;
     const void *terms;
+    size_t terms_block;  /* 0: contiguous terms; else blocks of this many elements, */
+    size_t terms_stride; /* block b at terms + b * terms_stride elements */
     uint8_t *codes;
     int64_t *words;
     void *out;

@@ -315,11 +315,23 @@ int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream strea
     job->host.out = base + job->offset[AREA_OUT];
     job->host.max_words = (int32_t *)(void *)(base + job->offset[AREA_MAX_WORDS]);
     CUresult rc = CUDA_SUCCESS;
-    for (int area = 0; area < AREAS && rc == CUDA_SUCCESS; area++)
-        if (job->reads >> area & 1)
-            rc = d->memcpy_async((CUdeviceptr)(uintptr_t)(base + job->offset[area]),
-                                 (CUdeviceptr)(uintptr_t)area_address(args, area),
-                                 job->bytes[area], stream);
+    job->host.terms_block = 0; /* staged contiguous */
+    for (int area = 0; area < AREAS && rc == CUDA_SUCCESS; area++) {
+        if (!(job->reads >> area & 1)) continue;
+        if (area == AREA_TERMS && args->terms_block) { /* block by block */
+            size_t size = reprod_type_size((reprod_type)args->type), block = args->terms_block;
+            for (size_t b = 0; b * block < args->elements && rc == CUDA_SUCCESS; b++)
+                rc = d->memcpy_async(
+                    (CUdeviceptr)(uintptr_t)(base + job->offset[area] + b * block * size),
+                    (CUdeviceptr)(uintptr_t)((const char *)args->terms + b * args->terms_stride * size),
+                    (args->elements - b * block < block ? args->elements - b * block : block) * size,
+                    stream);
+            continue;
+        }
+        rc = d->memcpy_async((CUdeviceptr)(uintptr_t)(base + job->offset[area]),
+                             (CUdeviceptr)(uintptr_t)area_address(args, area), job->bytes[area],
+                             stream);
+    }
     if (rc == CUDA_SUCCESS) rc = d->launch_host_func(stream, fixed_run, job);
     for (int area = 0; area < AREAS && rc == CUDA_SUCCESS; area++)
         if (job->writes >> area & 1)

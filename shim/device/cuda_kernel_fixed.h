@@ -45,15 +45,24 @@ struct reprod_fixed_args {
     int32_t ranks;     /* contributions N: the word width W = 63 - ceil(log2 N) */
     int32_t stride;    /* words an element in the words array (SPLIT, ROUND, FULL_*) */
     uint64_t elements; /* elements this launch covers */
-    const void *terms; /* CODES, SPLIT, FULL_SPLIT: this rank's contribution */
+    const void *terms; /* CODES, SPLIT, FULL_SPLIT: this rank's contribution (term_at) */
     uint8_t *codes;    /* 2 an element */
     int64_t *words;    /* stride an element */
     void *out;         /* ROUND, FULL_ROUND */
     int32_t *max_words; /* CODES (cleared), MAX_WORDS (the maximum) */
-    uint64_t reserved; /* zero */
+    uint64_t terms_block;  /* 0: the terms are contiguous; else they come in blocks of this */
+    uint64_t terms_stride; /* many elements, block b at terms + b * terms_stride elements (a
+                              ReduceScatter's piece: a block of each rank's part) */
 };
 
-#define REPROD_FIXED_ARGS_BYTES 80
+#define REPROD_FIXED_ARGS_BYTES 88
+
+/* Where element i's term is in a->terms, in elements. */
+ENGINE_FUNCTION size_t reprod_fixed_term_at(const struct reprod_fixed_args *a, uint64_t i)
+{
+    if (a->terms_block == 0) return (size_t)i;
+    return (size_t)((i / a->terms_block) * a->terms_stride + i % a->terms_block);
+}
 
 /* The most words of the stage's element `i` into *max_words. */
 ENGINE_FUNCTION void reprod_fixed_note_words(int32_t *max_words, int words)
@@ -78,7 +87,7 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
     for (uint64_t i = thread; i < a->elements; i += threads) {
         switch (a->stage) {
         case REPROD_FIXED_CODES:
-            engine_fixed_codes(&f, engine_load_bits(type, a->terms, (size_t)i), &a->codes[2 * i],
+            engine_fixed_codes(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), &a->codes[2 * i],
                                &a->codes[2 * i + 1]);
             break;
         case REPROD_FIXED_MAX_WORDS:
@@ -94,7 +103,7 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
             for (uint64_t k = 0; k < stride; k++)
                 w[k] = 0;
             if ((uint64_t)e.words <= stride) /* always, with the stride read back */
-                engine_fixed_split(&f, engine_load_bits(type, a->terms, (size_t)i), word_bits,
+                engine_fixed_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
                                    a->codes[2 * i], e, w);
             break;
         }
@@ -108,7 +117,7 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
             break;
         }
         case REPROD_FIXED_FULL_SPLIT:
-            engine_fixed_full_split(&f, engine_load_bits(type, a->terms, (size_t)i), word_bits,
+            engine_fixed_full_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
                                     engine_fixed_full_element(&f, word_bits),
                                     a->words + i * stride);
             break;

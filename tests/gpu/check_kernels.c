@@ -234,8 +234,11 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     CHECK(reprod_cuda_scratch_alloc(&out, size * elements, stream, DEVICE));
     CHECK(reprod_cuda_scratch_alloc(&max_words, 256, stream, DEVICE));
     CHECK(reprod_cuda_copy_async(terms, host, bytes, stream, DEVICE));
-    struct reprod_device_fixed stage = {REPROD_DEVICE_FIXED_CODES, type, op, dir, ranks, 1, elements,
-                                        NULL, device_codes, device_words, out, max_words};
+    struct reprod_device_fixed stage = {.stage = REPROD_DEVICE_FIXED_CODES, .type = type,
+                                        .op = op, .rounding = dir, .ranks = ranks, .stride = 1,
+                                        .elements = elements, .codes = device_codes,
+                                        .words = device_words, .out = out,
+                                        .max_words = max_words};
     /* pass 1: each rank's codes, against the host's, reduced with MAX */
     for (int k = 0; k < ranks; k++) {
         stage.terms = (unsigned char *)terms + (size_t)k * size * elements;
