@@ -80,8 +80,9 @@ static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
     return l;
 }
 
-/* The route of the call, and its pieces when it is a fixed one; -1 when REPROD_SCRATCH_MB
- * cannot hold one element's scratch. Every rank computes the same from the same arguments. */
+/* The route of the call, and its pieces when it is a fixed one (the exchange when
+ * REPROD_SCRATCH_MB cannot hold one piece's scratch). Every rank computes the same from the same
+ * arguments and settings. Returns 0. */
 int nccl_fixed_prepare(struct nccl_work *w)
 {
     w->route = REPROD_ROUTE_EXCHANGE;
@@ -111,7 +112,12 @@ int nccl_fixed_prepare(struct nccl_work *w)
     if (piece > w->count) piece = w->count;
     while (piece > 1 && layout_for(w, piece).end > bound)
         piece -= piece / 8 > 1 ? piece / 8 : 1;
-    if (piece == 0 || layout_for(w, piece).end > bound) return -1;
+    if (piece == 0 || layout_for(w, piece).end > bound) {
+        /* Not one element's scratch within the bound (a ReduceScatter's piece holds one of each
+         * rank): the exchange, on every rank alike, which says whether it fits. */
+        w->route = REPROD_ROUTE_EXCHANGE;
+        return 0;
+    }
     w->piece_elements = piece;
     return 0;
 }

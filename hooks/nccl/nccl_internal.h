@@ -182,8 +182,8 @@ void nccl_work_finish(struct nccl_work *work);
 
 /* ---- The fixed-point routes (nccl_fixed.c) -------------------------------------------------- */
 
-/* Choose `work`'s route (reprod_route_choose) and, for a fixed one, its pieces: 0, or -1 when
- * REPROD_SCRATCH_MB is too small. */
+/* Choose `work`'s route (reprod_route_choose) and, for a fixed one, its pieces (the exchange
+ * where REPROD_SCRATCH_MB cannot hold a piece of the fixed route). Returns 0. */
 int nccl_fixed_prepare(struct nccl_work *work);
 size_t nccl_fixed_scratch_bytes(const struct nccl_work *work);
 ncclResult_t nccl_fixed_communicate(struct nccl_work *work);
