@@ -52,7 +52,7 @@ NVCC      ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v
 NVCCFLAGS := -std=c++17 -O3 -fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Iinclude -Ishim -Ihooks
 NVCC_ARCH := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
-KERNEL_SRC    := shim/device/cuda_kernels.cu shim/device/cuda_kernel.h shim/engine/engine_inner.h shim/engine/engine_round.h \
+KERNEL_SRC    := shim/device/cuda_kernels.cu shim/device/cuda_kernel.h shim/device/cuda_kernel_fixed.h shim/engine/engine_fixed.h shim/engine/engine_inner.h shim/engine/engine_round.h \
                  shim/engine/engine_ordered.h include/reprod.h
 KERNEL_FATBIN := $(BUILD)/cuda/reprod_kernels.fatbin
 # The CUDA headers of the NCCL stand-ins and test programs (never the shim's).
@@ -304,6 +304,7 @@ STANDIN_HEADERS := $(wildcard tests/standins_nccl/*.h)
 # The kernels' host build includes the shim's headers (shim/device/cuda.h would hide CUDA's cuda.h
 # from the other stand-in files): an object of its own.
 $(STANDINS)/kernels.o: $(STANDIN_KERNEL_SRC) tests/standins_nccl/kernels.h shim/device/cuda_kernel.h \
+    shim/device/cuda_kernel_fixed.h shim/engine/engine_fixed.h \
     shim/engine/engine_ordered.h shim/engine/engine_inner.h shim/engine/engine_round.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -fPIC -Itests/standins_nccl -Ishim -Iinclude $(CFLAGS) -c $(STANDIN_KERNEL_SRC) -o $@

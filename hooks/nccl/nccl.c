@@ -128,8 +128,9 @@ static ncclResult_t reduction(const struct nccl_call *c)
     if (prepared != ncclSuccess) return nccl_group_refuse(prepared, c->stream);
     work.started_ns = reprod_stats_clock_ns();
     if (reprod_log_enabled(REPROD_LOG_DEBUG))
-        reprod_log(REPROD_LOG_DEBUG, "%s: %zu elements, %d ranks, %s%s", c->api, c->count,
-                   info.ranks, work.arithmetic.ordered ? "ordered" : "exact",
+        reprod_log(REPROD_LOG_DEBUG, "%s: %zu elements, %d ranks, %s, route %s%s", c->api,
+                   c->count, info.ranks, work.arithmetic.ordered ? "ordered" : "exact",
+                   reprod_route_name(work.route),
                    nccl_group_open() ? " (at the group's end)" : "");
     return nccl_group_submit(&work);
 }

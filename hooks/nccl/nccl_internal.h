@@ -1,5 +1,6 @@
 /* nccl_internal.h: what the NCCL hook files share: the communicators and PreMulSum ops the shim
- * knows (nccl_comm.c), one deterministic reduction and its data path (nccl_path.c), the calls
+ * knows (nccl_comm.c), one deterministic reduction and its data path (nccl_path.c: the
+ * exchange; nccl_fixed.c: the fixed-point routes on NCCL's own integer collectives), the calls
  * checked as NCCL checks them (nccl_calls.c), the per-thread group that defers them
  * (nccl_group.c) and the rounds that run them (nccl_rounds.c).
  */
@@ -9,6 +10,7 @@
 #include "nccl/nccl_api.h"
 
 #include "common.h"
+#include "runtime/route.h"
 #include "runtime/stats.h"
 
 #include <stdint.h>
@@ -131,6 +133,10 @@ struct nccl_work {
     cudaStream_t stream;
     struct reprod_device_reduction arithmetic; /* type, op, rounding, ordered, premul */
     enum reprod_path path;
+    enum reprod_route route; /* how the sum moves (nccl_fixed.c for the fixed routes) */
+    int full_words;          /* fixed routes: words an element over the type's whole range */
+    int stride;              /* two-pass: words an element in the current piece (read back) */
+    struct nccl_readback *readback; /* two-pass: that number on its way back, or NULL */
     /* Pieces, chosen when the call is made (nccl_work_prepare). */
     size_t element_bytes;
     size_t piece_elements; /* elements of the vector (of one rank's block) per piece */
@@ -170,6 +176,22 @@ void nccl_work_advance(struct nccl_work *work);
 /* End `work` without running the rest of it (its communicator failed or is gone): the scratch
  * back to the pool in stream order, work->done set, work->result `rc` unless already an error. */
 void nccl_work_drop(struct nccl_work *work, ncclResult_t rc);
+
+/* The call is complete on the stream: scratch back to the pool, stats and trace. */
+void nccl_work_finish(struct nccl_work *work);
+
+/* ---- The fixed-point routes (nccl_fixed.c) -------------------------------------------------- */
+
+/* Choose `work`'s route (reprod_route_choose) and, for a fixed one, its pieces (the exchange
+ * where REPROD_SCRATCH_MB cannot hold a piece of the fixed route). Returns 0. */
+int nccl_fixed_prepare(struct nccl_work *work);
+size_t nccl_fixed_scratch_bytes(const struct nccl_work *work);
+ncclResult_t nccl_fixed_communicate(struct nccl_work *work);
+void nccl_fixed_advance(struct nccl_work *work);
+/* 1 while the work waits for its layout from the device (it takes no turn meanwhile). */
+int nccl_fixed_waiting(struct nccl_work *work);
+/* Let go of what the work holds that the device may still write (its readback). */
+void nccl_fixed_drop(struct nccl_work *work);
 
 /* ---- Groups (nccl_group.c) ---------------------------------------------------------------- */
 

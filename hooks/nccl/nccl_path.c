@@ -103,7 +103,8 @@ static int choose_pieces(struct nccl_work *w)
 ncclResult_t nccl_work_prepare(struct nccl_work *w)
 {
     w->element_bytes = nccl_type_bytes(w->datatype);
-    if (choose_pieces(w) == 0) return ncclSuccess;
+    if (nccl_fixed_prepare(w) == 0 && (w->route != REPROD_ROUTE_EXCHANGE || choose_pieces(w) == 0))
+        return ncclSuccess;
     reprod_log(REPROD_LOG_WARN,
                "warning: %s: REPROD_SCRATCH_MB=%u is too small for %d ranks; the call fails",
                w->api, reprod_config()->scratch_mb, w->info.ranks);
@@ -125,7 +126,8 @@ ncclResult_t nccl_work_start(struct nccl_work *w)
     if (reprod_trace_enabled() &&
         nccl_hash_device(w->send, input_bytes(w), w->stream, w->info.device, &w->input_hash) == 0)
         w->has_input_hash = 1;
-    w->scratch_bytes = scratch_bytes_for(w, w->piece_elements);
+    w->scratch_bytes = w->route != REPROD_ROUTE_EXCHANGE ? nccl_fixed_scratch_bytes(w)
+                                                         : scratch_bytes_for(w, w->piece_elements);
     if (reprod_cuda_scratch_alloc(&w->scratch, w->scratch_bytes, w->stream, w->info.device) !=
         REPROD_CUDA_OK) {
         reprod_log(REPROD_LOG_WARN, "warning: %s: no device memory for %zu bytes of scratch",
@@ -139,6 +141,7 @@ ncclResult_t nccl_work_start(struct nccl_work *w)
 
 void nccl_work_drop(struct nccl_work *w, ncclResult_t rc)
 {
+    nccl_fixed_drop(w);
     if (w->scratch) reprod_cuda_scratch_free(w->scratch, w->stream, w->info.device);
     w->scratch = NULL;
     w->done = 1;
@@ -281,6 +284,7 @@ static ncclResult_t share(const struct nccl_work *w, size_t piece)
 
 ncclResult_t nccl_work_communicate(struct nccl_work *w)
 {
+    if (w->route != REPROD_ROUTE_EXCHANGE) return nccl_fixed_communicate(w);
     size_t piece = piece_now(w);
     if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE &&
         scale_own_input(w, piece) != 0 && w->local_error == ncclSuccess) {
@@ -335,8 +339,7 @@ static void reduce_piece(struct nccl_work *w, size_t piece)
     }
 }
 
-/* The call is complete on the stream: scratch back to the pool, stats and trace. */
-static void finish(struct nccl_work *w)
+void nccl_work_finish(struct nccl_work *w)
 {
     nccl_work_drop(w, ncclSuccess);
     size_t payload =
@@ -362,11 +365,18 @@ static void finish(struct nccl_work *w)
     if (output && nccl_hash_device(output, output_bytes, w->stream, w->info.device,
                                       &record.output_hash) == 0)
         record.has_output = 1;
-    reprod_trace_write(&record);
+    if (w->path == REPROD_PATH_EXACT)
+        reprod_trace_write_route(&record, reprod_route_name(w->route));
+    else
+        reprod_trace_write(&record);
 }
 
 void nccl_work_advance(struct nccl_work *w)
 {
+    if (w->route != REPROD_ROUTE_EXCHANGE) {
+        nccl_fixed_advance(w);
+        return;
+    }
     size_t piece = piece_now(w);
     if (w->phase == 0) {
         reduce_piece(w, piece);
@@ -377,5 +387,5 @@ void nccl_work_advance(struct nccl_work *w)
     }
     w->phase = 0;
     w->offset += piece;
-    if (w->offset >= w->count) finish(w);
+    if (w->offset >= w->count) nccl_work_finish(w);
 }

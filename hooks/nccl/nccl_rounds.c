@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static int point_to_point(const struct nccl_work *w)
@@ -50,7 +51,8 @@ static int has_point_to_point(const struct nccl_work *works, ncclComm_t comm)
 /* Mark the works that take a step in this round: a communicator's unfinished point-to-point
  * calls all together, first (NCCL orders a group's point-to-point calls against nothing else
  * in it, so ranks may place them differently); then, one a round, its earliest unfinished
- * work. Returns how many. */
+ * work, unless that work waits for its layout from the device (the fixed route's second
+ * pass: its communicator takes no step until it arrives). Returns how many. */
 static int choose_turns(struct nccl_work *works)
 {
     int count = 0;
@@ -64,7 +66,7 @@ static int choose_turns(struct nccl_work *works)
             struct nccl_work *first = works;
             while (first != w && (first->done || first->comm != w->comm))
                 first = first->next;
-            w->turn = first == w;
+            w->turn = first == w && !nccl_fixed_waiting(w);
         }
         count += w->turn;
     }
@@ -84,6 +86,34 @@ static void drop_gone(struct nccl_work *works)
     for (struct nccl_work *w = works; w; w = w->next)
         if (!w->done && !nccl_comm_current(w->comm, w->info.serial))
             drop_comm(works, w->comm, ncclInvalidUsage);
+}
+
+/* 1 when an unfinished work waits for its layout from the device. */
+static int any_waiting(struct nccl_work *works)
+{
+    for (struct nccl_work *w = works; w; w = w->next)
+        if (!w->done && nccl_fixed_waiting(w)) return 1;
+    return 0;
+}
+
+#define WAIT_POLL_NS    20000L    /* between looks at the layouts on their way back */
+#define WAIT_LOCKSTEP_NS 50000000L /* how long the ready works wait for the others' layouts */
+
+/* Before a round of a blocking list in which some works wait for their layout: wait for all of
+ * them while no work can take a step; while some can, wait a while (so that communicators
+ * driven by one thread stay in lockstep: their layouts come back within microseconds of each
+ * other), then go on without the late ones (a peer may need this rank's other steps first:
+ * waiting for good could deadlock when ranks grouped differently). Never waits holding a lock. */
+static void wait_layouts(struct nccl_work *works)
+{
+    long waited = 0;
+    struct timespec pause = {0, WAIT_POLL_NS};
+    while (any_waiting(works)) {
+        drop_gone(works);
+        if (choose_turns(works) && waited >= WAIT_LOCKSTEP_NS) return;
+        nanosleep(&pause, NULL);
+        waited += WAIT_POLL_NS;
+    }
 }
 
 /* The deterministic works that take their first step get their scratch. */
@@ -159,6 +189,7 @@ static ncclResult_t run_blocking(struct nccl_work *works)
 {
     for (;;) {
         drop_gone(works);
+        wait_layouts(works);
         if (!choose_turns(works)) break;
         start_turns(works);
         issue_round(works);
@@ -238,7 +269,7 @@ static int job_advance(struct job *job)
             job->launched = 0;
             finish_round(job->works);
         }
-        if (!choose_turns(job->works)) return 1;
+        if (!choose_turns(job->works)) return !any_waiting(job->works);
         start_turns(job->works);
         issue_round(job->works);
         job->launched = 1;

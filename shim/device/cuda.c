@@ -8,6 +8,7 @@
 #include "common.h"
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
+#include "device/cuda_kernel_fixed.h"
 #include "runtime/log.h"
 #include "interpose/once.h"
 #include "interpose/resolve.h"
@@ -394,6 +395,66 @@ int reprod_cuda_reduce(reprod_stream stream, int device,
             if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
         }
     }
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    if (stage == NULL || reprod_type_size(stage->type) == 0 || stage->ranks < 1 ||
+        (unsigned)stage->stage > REPROD_DEVICE_FIXED_FULL_ROUND ||
+        (unsigned)stage->rounding > REPROD_ROUND_DOWN ||
+        (stage->op != REPROD_SUM && stage->op != REPROD_AVG))
+        return REPROD_CUDA_INVALID_VALUE;
+    if (stage->elements == 0 && stage->stage != REPROD_DEVICE_FIXED_CODES) return REPROD_CUDA_OK;
+    struct reprod_fixed_args args;
+    memset(&args, 0, sizeof args);
+    args.stage = (int32_t)stage->stage;
+    args.type = stage->type;
+    args.op = stage->op;
+    args.rounding = stage->rounding;
+    args.ranks = stage->ranks;
+    args.stride = stage->stride;
+    args.elements = stage->elements;
+    args.terms = stage->terms;
+    args.terms_block = stage->terms_block;
+    args.terms_stride = stage->terms_stride;
+    args.codes = stage->codes;
+    args.words = stage->words;
+    args.out = stage->out;
+    args.max_words = stage->max_words;
+    struct reprod_cuda_scope scope;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &capture_status);
+    if (rc == CUDA_SUCCESS) {
+        int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
+        const char *why = "kernels";
+        rc = reprod_cuda_launch_fixed(d, scope.context, stream, &args, capturing, &why);
+        if (rc == CUDA_SUCCESS) {
+            reprod_cuda_count_path(NULL);
+        } else {
+            rc = reprod_cuda_fixed_on_host(d, stream, &args, capturing);
+            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
+        }
+    }
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_value,
+                         void (*done)(void *owner, int32_t value), void *owner)
+{
+    const struct reprod_cuda_driver *d = reprod_cuda_driver();
+    if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
+    if (device_value == NULL || done == NULL) return REPROD_CUDA_INVALID_VALUE;
+    struct reprod_cuda_scope scope;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = reprod_cuda_readback_on_host(d, stream, device_value, done, owner);
     reprod_cuda_leave(d, &scope);
     return rc;
 }

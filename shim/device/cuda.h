@@ -128,4 +128,42 @@ size_t reprod_cuda_reduce_work_bytes(const struct reprod_device_reduction *reduc
 int reprod_cuda_reduce(reprod_stream stream, int device,
                        const struct reprod_device_reduction *reduction);
 
+/* ---- The fixed-point route (engine_fixed.h): its stages on the device -------------------
+ * One stage over `elements` elements (cuda_kernel_fixed.h says what each reads and writes),
+ * enqueued on `stream` like reprod_cuda_reduce: the kernels when loaded, else the host path
+ * (the same bits), asynchronous and capturable. */
+enum reprod_device_fixed_stage {
+    REPROD_DEVICE_FIXED_CODES = 0,  /* terms -> codes; clears *max_words */
+    REPROD_DEVICE_FIXED_MAX_WORDS,  /* reduced codes -> *max_words (the stride) */
+    REPROD_DEVICE_FIXED_SPLIT,      /* terms, reduced codes -> words (`stride` an element) */
+    REPROD_DEVICE_FIXED_ROUND,      /* reduced codes, summed words -> out */
+    REPROD_DEVICE_FIXED_FULL_SPLIT, /* terms -> whole-range words (`stride` = full words) */
+    REPROD_DEVICE_FIXED_FULL_ROUND, /* summed whole-range words -> out */
+};
+
+struct reprod_device_fixed {
+    enum reprod_device_fixed_stage stage;
+    reprod_type type;
+    reprod_op op; /* REPROD_SUM or REPROD_AVG */
+    reprod_rounding rounding;
+    int ranks;  /* contributions summed by the library */
+    int stride; /* int64 words an element in `words` */
+    size_t elements;
+    const void *terms;
+    size_t terms_block;  /* 0: contiguous terms; else blocks of this many elements, */
+    size_t terms_stride; /* block b at terms + b * terms_stride elements */
+    uint8_t *codes;
+    int64_t *words;
+    void *out;
+    int32_t *max_words; /* one int32 of device memory */
+};
+
+int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage);
+
+/* Read the int32 at `device_value` back in stream order, without waiting: once the stream has
+ * passed this point, a host function calls done(owner, value) (on a CUDA thread: it must only
+ * publish the value). Not under graph capture (a replay would call it again). */
+int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_value,
+                         void (*done)(void *owner, int32_t value), void *owner);
+
 #endif /* REPROD_CUDA_H */

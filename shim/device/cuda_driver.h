@@ -139,6 +139,23 @@ struct reprod_kernel_args;
 CUresult reprod_cuda_launch(const struct reprod_cuda_driver *d, CUcontext context, CUstream stream,
                             const struct reprod_kernel_args *args, int capturing, const char **why);
 
+/* cuda_module.c: the same for one stage of the fixed-point route (cuda_kernel_fixed.h). */
+struct reprod_fixed_args;
+CUresult reprod_cuda_launch_fixed(const struct reprod_cuda_driver *d, CUcontext context,
+                                  CUstream stream, const struct reprod_fixed_args *args,
+                                  int capturing, const char **why);
+
+/* cuda_host.c: that stage in stream order on the host (pinned staging of the arrays it reads
+ * and writes, then a host function runs the kernel's body on them). */
+int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream stream,
+                              const struct reprod_fixed_args *args, int capturing);
+
+/* cuda_host.c: copy the int32 at `device_value` into *cell in stream order; a host function
+ * then sets *ready (release) and calls done(cell_owner). */
+int reprod_cuda_readback_on_host(const struct reprod_cuda_driver *d, CUstream stream,
+                                 const int32_t *device_value, void (*done)(void *owner, int32_t value),
+                                 void *owner);
+
 /* cuda_module.c: count one device reduction that ran on the kernels (why == NULL) or on the
  * host path (why: the word). */
 void reprod_cuda_count_path(const char *why);

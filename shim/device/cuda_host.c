@@ -17,10 +17,12 @@
 #include "device/cuda.h"
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
+#include "device/cuda_kernel_fixed.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* ---- Configuration ---------------------------------------------------------------------- */
@@ -218,4 +220,164 @@ int reprod_cuda_host_scratch_release(const struct reprod_cuda_driver *d, CUstrea
         return 1;
     }
     return 0;
+}
+
+/* ---- The fixed-point route's stages on the host ------------------------------------------ */
+
+/* The arrays a stage reads or writes, in the order they are staged. */
+enum { AREA_TERMS, AREA_CODES, AREA_WORDS, AREA_OUT, AREA_MAX_WORDS, AREAS };
+
+struct fixed_job {
+    struct staging *staging;
+    struct reprod_fixed_args device; /* as the caller passed it (device addresses) */
+    struct reprod_fixed_args host;   /* the same on the staged copies */
+    size_t offset[AREAS], bytes[AREAS];
+    unsigned reads, writes; /* bit masks of areas */
+};
+
+static void *area_address(const struct reprod_fixed_args *a, int area)
+{
+    switch (area) {
+    case AREA_TERMS: return (void *)(uintptr_t)a->terms;
+    case AREA_CODES: return a->codes;
+    case AREA_WORDS: return a->words;
+    case AREA_OUT: return a->out;
+    default: return a->max_words;
+    }
+}
+
+/* What the stage of `job->device` reads and writes, and the areas' sizes; 0 when invalid. */
+static int fixed_areas(struct fixed_job *job)
+{
+    const struct reprod_fixed_args *a = &job->device;
+    size_t n = (size_t)a->elements, size = reprod_type_size((reprod_type)a->type);
+    size_t stride = (size_t)(a->stride > 0 ? a->stride : 1);
+    static const unsigned reads[] = {1u << AREA_TERMS, (1u << AREA_CODES) | (1u << AREA_MAX_WORDS),
+                                     (1u << AREA_TERMS) | (1u << AREA_CODES),
+                                     (1u << AREA_CODES) | (1u << AREA_WORDS), 1u << AREA_TERMS,
+                                     1u << AREA_WORDS};
+    static const unsigned writes[] = {(1u << AREA_CODES) | (1u << AREA_MAX_WORDS),
+                                      1u << AREA_MAX_WORDS, 1u << AREA_WORDS, 1u << AREA_OUT,
+                                      1u << AREA_WORDS, 1u << AREA_OUT};
+    if (size == 0 || a->stage < 0 || a->stage > REPROD_FIXED_FULL_ROUND) return 0;
+    if (stride > SIZE_MAX / 16 / (n + 1)) return 0;
+    job->reads = reads[a->stage], job->writes = writes[a->stage];
+    job->bytes[AREA_TERMS] = n * size;
+    job->bytes[AREA_CODES] = 2 * n;
+    job->bytes[AREA_WORDS] = n * stride * sizeof(int64_t);
+    job->bytes[AREA_OUT] = n * size;
+    job->bytes[AREA_MAX_WORDS] = sizeof(int32_t);
+    size_t at = 0;
+    for (int area = 0; area < AREAS; area++) {
+        job->offset[area] = at;
+        if ((job->reads | job->writes) >> area & 1) {
+            if (area_address(a, area) == NULL) return 0;
+            at += (job->bytes[area] + 15) & ~(size_t)15;
+        }
+    }
+    return at > 0 ? 1 : 0;
+}
+
+static void fixed_run(void *user)
+{
+    struct fixed_job *job = user;
+    reprod_kernel_fixed(&job->host, 0, 1);
+}
+
+static void fixed_release(void *user)
+{
+    struct fixed_job *job = user;
+    staging_release(job->staging);
+    free(job);
+}
+
+int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream stream,
+                              const struct reprod_fixed_args *args, int capturing)
+{
+    struct fixed_job *job = calloc(1, sizeof *job);
+    if (job == NULL) return REPROD_CUDA_UNAVAILABLE;
+    job->device = *args;
+    if (!fixed_areas(job)) {
+        free(job);
+        return REPROD_CUDA_INVALID_VALUE;
+    }
+    size_t total = job->offset[AREAS - 1] + 16 + job->bytes[AREA_MAX_WORDS];
+    job->staging = staging_take(d, total);
+    if (job->staging == NULL) {
+        free(job);
+        return REPROD_CUDA_UNAVAILABLE;
+    }
+    unsigned char *base = job->staging->host;
+    job->host = *args;
+    job->host.terms = base + job->offset[AREA_TERMS];
+    job->host.codes = base + job->offset[AREA_CODES];
+    job->host.words = (int64_t *)(void *)(base + job->offset[AREA_WORDS]);
+    job->host.out = base + job->offset[AREA_OUT];
+    job->host.max_words = (int32_t *)(void *)(base + job->offset[AREA_MAX_WORDS]);
+    CUresult rc = CUDA_SUCCESS;
+    job->host.terms_block = 0; /* staged contiguous */
+    for (int area = 0; area < AREAS && rc == CUDA_SUCCESS; area++) {
+        if (!(job->reads >> area & 1)) continue;
+        if (area == AREA_TERMS && args->terms_block) { /* block by block */
+            size_t size = reprod_type_size((reprod_type)args->type), block = args->terms_block;
+            for (size_t b = 0; b * block < args->elements && rc == CUDA_SUCCESS; b++)
+                rc = d->memcpy_async(
+                    (CUdeviceptr)(uintptr_t)(base + job->offset[area] + b * block * size),
+                    (CUdeviceptr)(uintptr_t)((const char *)args->terms + b * args->terms_stride * size),
+                    (args->elements - b * block < block ? args->elements - b * block : block) * size,
+                    stream);
+            continue;
+        }
+        rc = d->memcpy_async((CUdeviceptr)(uintptr_t)(base + job->offset[area]),
+                             (CUdeviceptr)(uintptr_t)area_address(args, area), job->bytes[area],
+                             stream);
+    }
+    if (rc == CUDA_SUCCESS) rc = d->launch_host_func(stream, fixed_run, job);
+    for (int area = 0; area < AREAS && rc == CUDA_SUCCESS; area++)
+        if (job->writes >> area & 1)
+            rc = d->memcpy_async((CUdeviceptr)(uintptr_t)area_address(args, area),
+                                 (CUdeviceptr)(uintptr_t)(base + job->offset[area]),
+                                 job->bytes[area], stream);
+    if (rc != CUDA_SUCCESS) return rc; /* the staging stays busy: an enqueued copy may use it */
+    if (capturing) { /* the job is the graph's for its replays (kept) */
+        staging_give_to_graph(d, stream, job->staging);
+        return CUDA_SUCCESS;
+    }
+    return d->launch_host_func(stream, fixed_release, job);
+}
+
+/* ---- One number back to the host, in stream order --------------------------------------- */
+
+struct readback {
+    struct staging *staging;
+    void (*done)(void *owner, int32_t value);
+    void *owner;
+};
+
+static void readback_arrived(void *user)
+{
+    struct readback *r = user;
+    int32_t value;
+    memcpy(&value, r->staging->host, sizeof value);
+    staging_release(r->staging);
+    r->done(r->owner, value);
+    free(r);
+}
+
+int reprod_cuda_readback_on_host(const struct reprod_cuda_driver *d, CUstream stream,
+                                 const int32_t *device_value, void (*done)(void *owner, int32_t value),
+                                 void *owner)
+{
+    struct readback *r = calloc(1, sizeof *r);
+    if (r == NULL) return REPROD_CUDA_UNAVAILABLE;
+    r->staging = staging_take(d, sizeof(int32_t));
+    if (r->staging == NULL) {
+        free(r);
+        return REPROD_CUDA_UNAVAILABLE;
+    }
+    r->done = done, r->owner = owner;
+    CUresult rc = d->memcpy_async((CUdeviceptr)(uintptr_t)r->staging->host,
+                                  (CUdeviceptr)(uintptr_t)device_value, sizeof(int32_t), stream);
+    if (rc == CUDA_SUCCESS) rc = d->launch_host_func(stream, readback_arrived, r);
+    return rc; /* on failure the staging stays busy (a copy may be enqueued) */
 }

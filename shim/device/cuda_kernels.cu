@@ -7,9 +7,12 @@
 #define REPROD_KERNEL_APART __device__ __noinline__ static /* a stack frame of its own */
 
 #include "device/cuda_kernel.h"
+#include "device/cuda_kernel_fixed.h"
 
 static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
               "the launch's parameter layout");
+static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
+              "the fixed route's parameter layout");
 
 /* One thread per element stride: thread = global index, threads = the grid's thread count;
  * consecutive threads read consecutive elements of each contribution (coalesced). */
@@ -26,4 +29,12 @@ extern "C" __global__ void reprod_pointers(struct reprod_kernel_args args)
     uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint64_t threads = (uint64_t)gridDim.x * blockDim.x;
     reprod_kernel_pointers(&args, thread, threads);
+}
+
+/* The fixed-point route's stages (cuda_kernel_fixed.h), one element a thread-stride. */
+extern "C" __global__ void reprod_fixed(const __grid_constant__ struct reprod_fixed_args args)
+{
+    uint64_t thread = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t threads = (uint64_t)gridDim.x * blockDim.x;
+    reprod_kernel_fixed(&args, thread, threads);
 }

@@ -10,6 +10,7 @@
 #include "device/cuda.h"
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
+#include "device/cuda_kernel_fixed.h"
 #include "runtime/log.h"
 
 #include <sched.h>
@@ -50,6 +51,7 @@ struct module_slot {
     _Atomic int state;              /* enum slot_state */
     CUfunction reduce;
     CUfunction pointers;
+    CUfunction fixed; /* the fixed-point route's stages */
     unsigned max_blocks;
     const char *why; /* SLOT_FAILED: why, one word for the counts line */
 };
@@ -230,6 +232,8 @@ static void slot_load(const struct reprod_cuda_driver *d, CUcontext context,
     rc = d->module_get_function(&slot->reduce, module, REPROD_KERNEL_NAME);
     if (rc == CUDA_SUCCESS)
         rc = d->module_get_function(&slot->pointers, module, REPROD_KERNEL_POINTERS_NAME);
+    if (rc == CUDA_SUCCESS)
+        rc = d->module_get_function(&slot->fixed, module, REPROD_KERNEL_FIXED_NAME);
     if (rc != CUDA_SUCCESS) {
         log_host_path(d, "the device kernels do not load in this context", rc);
         slot->why = "kernels-do-not-load";
@@ -331,6 +335,27 @@ CUresult reprod_cuda_launch(const struct reprod_cuda_driver *d, CUcontext contex
                        "ran on the host (slower, the same bits)",
                        reprod_cuda_error_name(d, rc), rc);
     }
+    return rc;
+}
+
+CUresult reprod_cuda_launch_fixed(const struct reprod_cuda_driver *d, CUcontext context,
+                                  CUstream stream, const struct reprod_fixed_args *args,
+                                  int capturing, const char **why)
+{
+    struct module_slot *slot = slot_of(d, context, !capturing);
+    if (slot == NULL) {
+        *why = capturing ? "captured-before-kernels-loaded" : "too-many-contexts";
+        return REPROD_CUDA_UNAVAILABLE;
+    }
+    if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_READY) {
+        *why = slot->why;
+        return REPROD_CUDA_UNAVAILABLE;
+    }
+    struct reprod_fixed_args copy = *args;
+    void *parameters[1] = {&copy};
+    CUresult rc = d->launch_kernel(slot->fixed, grid_blocks(copy.elements, slot->max_blocks), 1, 1,
+                                   BLOCK_THREADS, 1, 1, 0, stream, parameters, NULL);
+    if (rc != CUDA_SUCCESS) *why = "launch-failed";
     return rc;
 }
 

@@ -5,7 +5,6 @@
  *
  * after a first line "# reprod trace 1 rank=<r> world=<n> pid=<p>". A hash that does not
  * apply (a non-root's reduce result, a derived datatype with gaps) is written as "-".
- * An MPI reduction's line ends in " route=exchange|fixed|fixed-one-pass" (how its sum moved).
  * REPROD_MODE=audit appends " differ=<elements> ulps=<n|nan>" to an audited call (action=audit;
  * out= is the native result the job received). A seeding call is a line of its own:
  *
@@ -177,9 +176,12 @@ void reprod_trace_write(const struct reprod_trace_record *record)
 
 void reprod_trace_write_route(const struct reprod_trace_record *record, const char *route)
 {
-    char word[48], suffix[64];
-    reprod_escape_word(route, word, sizeof word);
-    snprintf(suffix, sizeof suffix, " route=%s", word);
+    char spaced[48], escaped[48], suffix[64];
+    snprintf(spaced, sizeof spaced, "%s", route ? route : "");
+    for (char *c = spaced; *c; c++)
+        if (*c == ' ') *c = '-';
+    reprod_escape_word(spaced, escaped, sizeof escaped);
+    snprintf(suffix, sizeof suffix, " route=%s", escaped);
     write_record(record, suffix);
 }
 

@@ -6,11 +6,16 @@
  * all of it, CUDA's pool holding free blocks too small): the shim's scratch after a trim of
  * the pool, then in pinned host memory, a reduction on it, and the kernels still launching
  * (their stack fits the default: the per-thread stack limit never grows); and the kernel's
- * throughput as a fraction of cuMemcpyDtoD bandwidth for binary32 N=8 (target >= 0.6).
+ * throughput as a fraction of cuMemcpyDtoD bandwidth for binary32 N=8 (target >= 0.6). The
+ * fixed-point route's stages (shim/device/cuda_kernel_fixed.h) against the host engine's arrays
+ * (reprod_engine_fixed_*) and its exact sum, N ranks simulated on the one device (the MAX of
+ * the codes and the int64 SUM of the words done on the host, as NCCL would), both layouts, and
+ * the readback of the words an element.
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
 #include "device/cuda.h"
+#include "engine/engine.h"
 #include "reprod.h"
 
 #include <dlfcn.h>
@@ -181,6 +186,109 @@ static void check_case(handle stream, reprod_type type, reprod_op op, reprod_rou
     if (work) reprod_cuda_scratch_free(work, stream, DEVICE);
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
     free(host), free(want), free(got), free(pointers);
+}
+
+/* The readback's host function: the value, and that it came. */
+static void readback_arrived(void *owner, int32_t value)
+{
+    int32_t *cell = owner;
+    cell[0] = value;
+    cell[1] = 1;
+}
+
+/* Copy `bytes` to the host after the stream's work. */
+static void fetch(void *host, const void *device, size_t bytes, handle stream)
+{
+    CHECK(reprod_cuda_copy_async(host, device, bytes, stream, DEVICE));
+    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+}
+
+static void fixed_mismatch(const char *what, reprod_type type, reprod_op op, int dir, int ranks)
+{
+    failures++;
+    fprintf(stderr, "MISMATCH fixed route: %s: type %d op %d dir %d N %d\n", what, type, op, dir,
+            ranks);
+}
+
+/* The fixed route's stages for N simulated ranks: codes, their MAX, the most words (read back),
+ * the words, their SUM, the rounding; then the one-pass layout. Bitwise against the host arrays
+ * and the exact sum. */
+static void check_fixed_case(handle stream, reprod_type type, reprod_op op, reprod_rounding dir,
+                             int ranks, size_t elements)
+{
+    size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
+    int full = reprod_engine_fixed_full_words(type, ranks);
+    unsigned char *host = malloc(bytes), *want = malloc(size * elements), *got = malloc(size * elements);
+    uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1), *want_codes = malloc(2 * elements);
+    int64_t *words = malloc(8 * elements * (size_t)full), *sums = malloc(8 * elements * (size_t)full);
+    size_t *offsets = malloc(sizeof *offsets * (elements + 1));
+    fill(type, host, elements, ranks);
+    const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
+    for (int k = 0; k < ranks; k++)
+        pointers[k] = host + (size_t)k * size * elements;
+    CHECK(reprod_reduce_exact(type, op, dir, pointers, ranks, elements, want));
+    void *terms = NULL, *device_codes = NULL, *device_words = NULL, *out = NULL, *max_words = NULL;
+    CHECK(reprod_cuda_scratch_alloc(&terms, bytes, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&device_codes, 2 * elements, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&device_words, 8 * elements * (size_t)full, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&out, size * elements, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&max_words, 256, stream, DEVICE));
+    CHECK(reprod_cuda_copy_async(terms, host, bytes, stream, DEVICE));
+    struct reprod_device_fixed stage = {.stage = REPROD_DEVICE_FIXED_CODES, .type = type,
+                                        .op = op, .rounding = dir, .ranks = ranks, .stride = 1,
+                                        .elements = elements, .codes = device_codes,
+                                        .words = device_words, .out = out,
+                                        .max_words = max_words};
+    /* pass 1: each rank's codes, against the host's, reduced with MAX */
+    for (int k = 0; k < ranks; k++) {
+        stage.terms = (unsigned char *)terms + (size_t)k * size * elements;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        fetch(codes, device_codes, 2 * elements, stream);
+        reprod_engine_fixed_codes(type, pointers[k], elements, want_codes);
+        if (memcmp(codes, want_codes, 2 * elements) != 0) fixed_mismatch("codes", type, op, dir, ranks);
+        for (size_t i = 0; i < 2 * elements; i++)
+            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
+    }
+    CHECK(reprod_cuda_copy_async(device_codes, max_codes, 2 * elements, stream, DEVICE));
+    /* the most words an element, read back in stream order */
+    stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS;
+    CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+    int32_t cell[2] = {0, 0};
+    CHECK(reprod_cuda_readback(stream, DEVICE, max_words, readback_arrived, cell));
+    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+    reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
+    int most = 1;
+    for (size_t i = 0; i < elements; i++)
+        if ((int)(offsets[i + 1] - offsets[i]) > most) most = (int)(offsets[i + 1] - offsets[i]);
+    if (!cell[1] || cell[0] != most) fixed_mismatch("the words an element read back", type, op, dir, ranks);
+    /* pass 2: each rank's words, summed as NCCL's int64 sum would, then rounded */
+    for (int layout = 0; layout < 2; layout++) {
+        int stride = layout == 0 ? most : full;
+        memset(sums, 0, 8 * elements * (size_t)stride);
+        stage.stride = stride;
+        for (int k = 0; k < ranks; k++) {
+            stage.stage = layout == 0 ? REPROD_DEVICE_FIXED_SPLIT : REPROD_DEVICE_FIXED_FULL_SPLIT;
+            stage.terms = (unsigned char *)terms + (size_t)k * size * elements;
+            CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+            fetch(words, device_words, 8 * elements * (size_t)stride, stream);
+            for (size_t i = 0; i < elements * (size_t)stride; i++)
+                sums[i] += words[i];
+        }
+        CHECK(reprod_cuda_copy_async(device_words, sums, 8 * elements * (size_t)stride, stream, DEVICE));
+        stage.stage = layout == 0 ? REPROD_DEVICE_FIXED_ROUND : REPROD_DEVICE_FIXED_FULL_ROUND;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        fetch(got, out, size * elements, stream);
+        if (memcmp(want, got, size * elements) != 0)
+            fixed_mismatch(layout == 0 ? "two passes" : "one pass", type, op, dir, ranks);
+    }
+    reprod_cuda_scratch_free(terms, stream, DEVICE);
+    reprod_cuda_scratch_free(device_codes, stream, DEVICE);
+    reprod_cuda_scratch_free(device_words, stream, DEVICE);
+    reprod_cuda_scratch_free(out, stream, DEVICE);
+    reprod_cuda_scratch_free(max_words, stream, DEVICE);
+    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+    free(host), free(want), free(got), free(codes), free(max_codes), free(want_codes);
+    free(words), free(sums), free(offsets), free(pointers);
 }
 
 /* A captured reduction replayed twice on different data. */
@@ -380,6 +488,15 @@ int main(int argc, char **argv)
                                        ordered, counts[c], 100003, with_work || counts[c] <= 32);
                             cases++;
                         }
+    static const int fixed_ranks[] = {2, 5, 40};
+    for (int t = 0; t < 4; t++)
+        for (int op = 0; op < 2; op++)
+            for (int dir = 0; dir < 4; dir++)
+                for (size_t c = 0; c < sizeof fixed_ranks / sizeof fixed_ranks[0]; c++) {
+                    check_fixed_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
+                                     fixed_ranks[c], 10007);
+                    cases++;
+                }
     check_graph(stream, 8, 1);
     check_graph(stream, 40, 0); /* the host path, captured */
     check_graph(stream, 40, 1);

@@ -374,6 +374,7 @@ static ncclResult_t comm_end(ncclComm_t handle, int abort) {
     pthread_mutex_unlock(&comm->lock);
     pthread_mutex_unlock(&comm->exec_lock);
     report_comm(comm);
+    snccl_model_write(comm);
     return ncclSuccess;
 }
 

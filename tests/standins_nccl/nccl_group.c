@@ -61,6 +61,7 @@ void snccl_group_note_init(struct ncclComm *comm) {
 static void count_tasks(struct ncclComm *comm, const struct bundle *bundle) {
     for (size_t i = 0; i < bundle->count; i++) {
         const struct snccl_task *task = &bundle->tasks[i];
+        snccl_model_count(comm, task);
         if (task->kind == SNCCL_SEND || task->kind == SNCCL_RECV) {
             if (task->kind == SNCCL_SEND)
                 comm->counts.sends++;

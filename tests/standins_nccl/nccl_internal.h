@@ -73,6 +73,12 @@ struct snccl_counts {
     unsigned char peers[SNCCL_MAX_RANKS]; /* 1: a message went to or came from that rank */
 };
 
+/* What real NCCL would have sent (nccl_model.c; NCCL_STANDIN_COUNTS=<dir> writes it). */
+struct snccl_model {
+    uint64_t messages, bytes, calls;
+    unsigned char peers[SNCCL_MAX_RANKS]; /* 1: NCCL's algorithm sends to or receives from it */
+};
+
 struct ncclComm {
     uint32_t magic;
     int rank, nranks, device, blocking;
@@ -94,6 +100,7 @@ struct ncclComm {
     pthread_mutex_t exec_lock; /* held while a bundle runs, and by destroy */
     unsigned char connected[SNCCL_MAX_RANKS]; /* peers this rank said hello to (the launcher's) */
     struct snccl_counts counts; /* written by the bundle running (exec_lock) */
+    struct snccl_model model;   /* the same, as NCCL's algorithms would send (exec_lock) */
     _Atomic uint64_t calls;             /* calls issued on it (NCCL_STANDIN_FAIL_CALL counts them) */
     _Atomic uint64_t calls_after_error; /* of them, made once its communication had failed */
     _Atomic int launch_failed;          /* a call failed at its launch (NCCL_STANDIN_FAIL_CALL) */
@@ -138,6 +145,12 @@ void snccl_reduce(ncclDataType_t type, enum snccl_op op, int tree, const void *c
 ncclResult_t snccl_run_collective(struct ncclComm *comm, struct snccl_task *task);
 /* Run every send and recv of `tasks` together until all are done. */
 ncclResult_t snccl_run_p2p(struct ncclComm *comm, struct snccl_task *tasks, size_t count);
+
+/* ---- nccl_model.c ---- */
+/* Count what NCCL's algorithm would send for `task` (run by this rank). */
+void snccl_model_count(struct ncclComm *comm, const struct snccl_task *task);
+/* Append the communicator's counts to NCCL_STANDIN_COUNTS/counts.<pid>, when that is set. */
+void snccl_model_write(const struct ncclComm *comm);
 
 /* ---- nccl_comm.c ---- */
 /* The comm a handle names, if it is a live, usable communicator; else NULL. A communicator

@@ -1,0 +1,322 @@
+/* nccl_fixed.c: the fixed-point routes of one deterministic NCCL reduction (docs/nccl.md, "Routes"):
+ * the communication is NCCL's own integer collectives, whose ring, tree, NVLS or in-network
+ * algorithms talk to O(log N) peers; the arithmetic is the engine's (engine_fixed.h), in device
+ * kernels (shim/device/cuda_kernel_fixed.h).
+ *
+ * Two passes (REPROD_ROUTE_FIXED), per piece:
+ *   round 1: each rank's byte codes (2 an element), ncclAllReduce(ncclUint8, ncclMax) in place;
+ *            then, on the device, the most words any element needs (K), read back to the host in
+ *            stream order without waiting (the rounds go on with other communicators meanwhile);
+ *   round 2: each rank's words (K an element, element-major), the call's own collective on them
+ *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
+ *            rounding kernel writes the results.
+ * K is the same on every rank (the reduced codes are), so every rank issues the same calls.
+ * One pass (REPROD_ROUTE_FIXED_ONE_PASS), where the host cannot read K back (graph capture,
+ * nonblocking communicators): the whole range of the type in every element, one int64 sum.
+ *
+ * Scratch per piece, sized for the one-pass layout (the most K can be): codes, K, PreMulSum's
+ * scaled copy, the words. Pieces keep it within REPROD_SCRATCH_MB whatever the rank count.
+ */
+#include "nccl/nccl_internal.h"
+
+#include "engine/engine.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ALIGN_BYTES 256u
+
+static size_t align_up(size_t bytes)
+{
+    return (bytes + ALIGN_BYTES - 1) & ~(size_t)(ALIGN_BYTES - 1);
+}
+
+/* K read back from the device: shared by the work and the host function that fills it. */
+struct nccl_readback {
+    _Atomic int arrived;
+    _Atomic int owners; /* the work and the pending host function */
+    int32_t value;
+};
+
+static void readback_unref(struct nccl_readback *r)
+{
+    if (atomic_fetch_sub(&r->owners, 1) == 1) free(r);
+}
+
+static void readback_done(void *owner, int32_t value)
+{
+    struct nccl_readback *r = owner;
+    r->value = value;
+    atomic_store_explicit(&r->arrived, 1, memory_order_release);
+    readback_unref(r);
+}
+
+/* Elements of the vector the current piece covers on this rank: ReduceScatter's piece is a
+ * block of each rank. */
+static size_t piece_total(const struct nccl_work *w, size_t piece)
+{
+    return w->collective == NCCL_REDUCE_SCATTER ? piece * (size_t)w->info.ranks : piece;
+}
+
+/* Where each part of the scratch lies for pieces of `piece` elements. */
+struct fixed_layout {
+    size_t codes, max_words, scaled, words, end;
+};
+
+static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
+{
+    size_t total = piece_total(w, piece);
+    struct fixed_layout l;
+    l.codes = 0;
+    l.max_words = align_up(2 * total);
+    l.scaled = l.max_words + ALIGN_BYTES;
+    l.words = l.scaled +
+              (w->arithmetic.premul != REPROD_PREMUL_NONE ? align_up(total * w->element_bytes) : 0);
+    l.end = l.words + align_up(total * (size_t)w->full_words * sizeof(int64_t));
+    return l;
+}
+
+/* The route of the call, and its pieces when it is a fixed one (the exchange when
+ * REPROD_SCRATCH_MB cannot hold one piece's scratch). Every rank computes the same from the same
+ * arguments and settings. Returns 0. */
+int nccl_fixed_prepare(struct nccl_work *w)
+{
+    w->route = REPROD_ROUTE_EXCHANGE;
+    if (w->arithmetic.ordered || (w->arithmetic.op != REPROD_SUM && w->arithmetic.op != REPROD_AVG))
+        return 0;
+    int capturing = 0;
+    if (reprod_cuda_capturing(w->stream, w->info.device, &capturing) != REPROD_CUDA_OK) capturing = 0;
+    struct reprod_route_call call = {
+        .nccl = 1,
+        .collective = w->collective == NCCL_ALL_REDUCE    ? REPROD_COLLECTIVE_ALLREDUCE
+                      : w->collective == NCCL_REDUCE      ? REPROD_COLLECTIVE_REDUCE
+                                                          : REPROD_COLLECTIVE_REDUCE_SCATTER,
+        .ranks = w->info.ranks,
+        .count = w->collective == NCCL_REDUCE_SCATTER ? (uint64_t)w->count * (uint64_t)w->info.ranks
+                                                      : (uint64_t)w->count,
+        .type = w->arithmetic.type,
+        .one_pass = !w->info.blocking || capturing,
+    };
+    w->route = reprod_route_choose(&call);
+    if (w->route == REPROD_ROUTE_EXCHANGE) return 0;
+    w->full_words = reprod_engine_fixed_full_words(w->arithmetic.type, w->info.ranks);
+    size_t bound = (size_t)reprod_config()->scratch_mb << 20;
+    size_t per_element = 2 + (size_t)w->full_words * sizeof(int64_t) +
+                         (w->arithmetic.premul != REPROD_PREMUL_NONE ? w->element_bytes : 0);
+    size_t piece = bound / per_element;
+    if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
+    if (piece > w->count) piece = w->count;
+    while (piece > 1 && layout_for(w, piece).end > bound)
+        piece -= piece / 8 > 1 ? piece / 8 : 1;
+    if (piece == 0 || layout_for(w, piece).end > bound) {
+        /* Not one element's scratch within the bound (a ReduceScatter's piece holds one of each
+         * rank): the exchange, on every rank alike, which says whether it fits. */
+        w->route = REPROD_ROUTE_EXCHANGE;
+        return 0;
+    }
+    w->piece_elements = piece;
+    return 0;
+}
+
+size_t nccl_fixed_scratch_bytes(const struct nccl_work *w)
+{
+    return layout_for(w, w->piece_elements).end;
+}
+
+static size_t piece_now(const struct nccl_work *w)
+{
+    size_t left = w->count - w->offset;
+    return left < w->piece_elements ? left : w->piece_elements;
+}
+
+static char *scratch_at(const struct nccl_work *w, size_t offset)
+{
+    return (char *)w->scratch + offset;
+}
+
+/* A stage with the call's arithmetic, over `elements` elements. */
+static struct reprod_device_fixed stage_of(const struct nccl_work *w,
+                                           enum reprod_device_fixed_stage stage, size_t elements)
+{
+    struct fixed_layout l = layout_for(w, w->piece_elements);
+    struct reprod_device_fixed s = {
+        .stage = stage,
+        .type = w->arithmetic.type,
+        .op = w->arithmetic.op,
+        .rounding = w->arithmetic.rounding,
+        .ranks = w->info.ranks,
+        .stride = w->route == REPROD_ROUTE_FIXED ? w->stride : w->full_words,
+        .elements = elements,
+        .codes = (uint8_t *)scratch_at(w, l.codes),
+        .words = (int64_t *)(void *)scratch_at(w, l.words),
+        .max_words = (int32_t *)(void *)scratch_at(w, l.max_words),
+    };
+    return s;
+}
+
+static void note_local_error(struct nccl_work *w, const char *what)
+{
+    if (w->local_error != ncclSuccess) return;
+    reprod_log(REPROD_LOG_WARN, "warning: %s: %s could not be enqueued", w->api, what);
+    w->local_error = ncclUnhandledCudaError;
+}
+
+static void run_stage(struct nccl_work *w, const struct reprod_device_fixed *s, const char *what)
+{
+    if (reprod_cuda_fixed(w->stream, w->info.device, s) != REPROD_CUDA_OK) note_local_error(w, what);
+}
+
+/* A stage that reads this rank's terms of the piece (CODES, SPLIT, FULL_SPLIT): PreMulSum's
+ * scaled copy, or the caller's input (a ReduceScatter in pieces: a block of each rank's part,
+ * read in place). */
+static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage stage,
+                            size_t piece)
+{
+    size_t s = w->element_bytes, total = piece_total(w, piece);
+    struct reprod_device_fixed st = stage_of(w, stage, total);
+    if (w->arithmetic.premul != REPROD_PREMUL_NONE) {
+        st.terms = scratch_at(w, layout_for(w, w->piece_elements).scaled);
+        run_stage(w, &st, "the fixed route's split");
+        return;
+    }
+    st.terms = (const char *)w->send + w->offset * s;
+    if (w->collective == NCCL_REDUCE_SCATTER && piece < w->count) /* block b at b * count */
+        st.terms_block = piece, st.terms_stride = w->count;
+    run_stage(w, &st, "the fixed route's split");
+}
+
+/* PreMulSum: every rank multiplies its own contribution by its own scalar, in its type,
+ * rounded to nearest (as nccl_path.c does), into the scaled copy: blocks one after another. */
+static void scale_own_input(struct nccl_work *w, size_t piece)
+{
+    size_t s = w->element_bytes;
+    size_t blocks = w->collective == NCCL_REDUCE_SCATTER ? (size_t)w->info.ranks : 1;
+    char *scaled = scratch_at(w, layout_for(w, w->piece_elements).scaled);
+    for (size_t b = 0; b < blocks; b++) {
+        struct reprod_device_reduction r = w->arithmetic;
+        r.op = REPROD_SUM, r.ordered = 0, r.count = 1;
+        r.elements = piece;
+        r.blocks = (const char *)w->send + (b * (blocks > 1 ? w->count : 0) + w->offset) * s;
+        r.block_stride_bytes = piece * s;
+        r.own = NULL, r.own_index = -1;
+        r.out = scaled + b * piece * s;
+        r.work = NULL;
+        if (reprod_cuda_reduce(w->stream, w->info.device, &r) != REPROD_CUDA_OK)
+            note_local_error(w, "the PreMulSum scaling");
+    }
+}
+
+/* The call's own collective on the piece's int64 words, summed in place. */
+static ncclResult_t sum_words(const struct nccl_work *w, size_t piece, int stride)
+{
+    const struct nccl_real *real = nccl_real();
+    int64_t *words = stage_of(w, REPROD_DEVICE_FIXED_SPLIT, 0).words;
+    size_t per_rank = piece * (size_t)stride;
+    switch (w->collective) {
+    case NCCL_REDUCE_SCATTER:
+        return real->ReduceScatter(words, words + (size_t)w->info.rank * per_rank, per_rank,
+                                   ncclInt64, ncclSum, w->comm, w->stream);
+    case NCCL_REDUCE:
+        return real->Reduce(words, words, per_rank, ncclInt64, ncclSum, w->root, w->comm,
+                            w->stream);
+    default:
+        return real->AllReduce(words, words, per_rank, ncclInt64, ncclSum, w->comm, w->stream);
+    }
+}
+
+int nccl_fixed_waiting(struct nccl_work *w)
+{
+    if (!w->readback) return 0;
+    if (!atomic_load_explicit(&w->readback->arrived, memory_order_acquire)) return 1;
+    w->stride = w->readback->value;
+    readback_unref(w->readback);
+    w->readback = NULL;
+    return 0;
+}
+
+ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
+{
+    size_t piece = piece_now(w);
+    if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE) scale_own_input(w, piece);
+    if (w->route == REPROD_ROUTE_FIXED_ONE_PASS) {
+        run_terms_stage(w, REPROD_DEVICE_FIXED_FULL_SPLIT, piece);
+        return sum_words(w, piece, w->full_words);
+    }
+    if (w->phase == 0) {
+        run_terms_stage(w, REPROD_DEVICE_FIXED_CODES, piece);
+        uint8_t *codes = stage_of(w, REPROD_DEVICE_FIXED_CODES, 0).codes;
+        return nccl_real()->AllReduce(codes, codes, 2 * piece_total(w, piece), ncclUint8, ncclMax,
+                                      w->comm, w->stream);
+    }
+    run_terms_stage(w, REPROD_DEVICE_FIXED_SPLIT, piece);
+    return sum_words(w, piece, w->stride);
+}
+
+/* K back to the host without waiting; where the readback cannot be enqueued, the host waits
+ * for the stream instead (the other ranks are in this call: every rank must learn K). */
+static void read_back_stride(struct nccl_work *w)
+{
+    int32_t *max_words = stage_of(w, REPROD_DEVICE_FIXED_MAX_WORDS, 0).max_words;
+    struct nccl_readback *r = calloc(1, sizeof *r);
+    if (r) {
+        atomic_init(&r->owners, 2);
+        if (reprod_cuda_readback(w->stream, w->info.device, max_words, readback_done, r) ==
+            REPROD_CUDA_OK) {
+            w->readback = r;
+            return;
+        }
+        free(r);
+    }
+    int32_t value = 0;
+    if (reprod_cuda_copy_async(&value, max_words, sizeof value, w->stream, w->info.device) ==
+            REPROD_CUDA_OK &&
+        reprod_cuda_stream_sync(w->stream, w->info.device) == REPROD_CUDA_OK && value > 0) {
+        w->stride = value;
+        return;
+    }
+    reprod_log(REPROD_LOG_ERROR,
+               "error: %s could not read its layout back from the device; the other ranks are "
+               "already in this call, so the job stops here rather than hang",
+               w->api);
+    _exit(2);
+}
+
+void nccl_fixed_advance(struct nccl_work *w)
+{
+    size_t piece = piece_now(w);
+    if (w->route == REPROD_ROUTE_FIXED && w->phase == 0) {
+        struct reprod_device_fixed s =
+            stage_of(w, REPROD_DEVICE_FIXED_MAX_WORDS, piece_total(w, piece));
+        run_stage(w, &s, "the fixed route's layout");
+        read_back_stride(w);
+        w->phase = 1;
+        return;
+    }
+    int me = w->info.rank;
+    if (w->collective != NCCL_REDUCE || me == w->root) {
+        enum reprod_device_fixed_stage stage = w->route == REPROD_ROUTE_FIXED
+                                                   ? REPROD_DEVICE_FIXED_ROUND
+                                                   : REPROD_DEVICE_FIXED_FULL_ROUND;
+        size_t elements = w->collective == NCCL_REDUCE_SCATTER ? piece : piece_total(w, piece);
+        struct reprod_device_fixed s = stage_of(w, stage, elements);
+        if (w->collective == NCCL_REDUCE_SCATTER) {
+            s.codes += 2 * (size_t)me * piece;
+            s.words += (size_t)me * piece * (size_t)s.stride;
+        }
+        s.out = (char *)w->recv + w->offset * w->element_bytes;
+        run_stage(w, &s, "the fixed route's rounding");
+    }
+    w->phase = 0;
+    w->offset += piece;
+    if (w->offset >= w->count) nccl_work_finish(w);
+}
+
+void nccl_fixed_drop(struct nccl_work *w)
+{
+    if (w->readback) readback_unref(w->readback);
+    w->readback = NULL;
+}

@@ -1,0 +1,136 @@
+/* cuda_kernel_fixed.h: the body of the fixed-point route's kernel (engine_fixed.h's arithmetic
+ * over arrays), as plain C that gcc and nvcc both compile: shim/device/cuda_kernels.cu runs it
+ * on the GPU, cuda_host.c and the stand-in libcuda on the CPU, the unit test against the host
+ * engine's arrays (reprod_engine_fixed_*). One launch runs one stage over `elements` elements:
+ *
+ *   CODES      terms -> codes (2 bytes an element, reduced by the library's MAX); thread 0
+ *              also clears *max_words for the MAX_WORDS stage that follows the reduction
+ *   MAX_WORDS  reduced codes -> *max_words = the most words any element takes (at least 1):
+ *              the stride of the words, read back by the host to size the int64 sum
+ *   SPLIT      terms, reduced codes -> words, `stride` a element (element-major: element i's
+ *              words at words + i * stride, unused ones zero), reduced by the library's SUM
+ *   ROUND      reduced codes, summed words -> out (the exact sum, rounded once)
+ *   FULL_SPLIT terms -> words, the whole range of the type, `stride` (= full words) an element
+ *   FULL_ROUND summed words -> out
+ *
+ * Every element is independent (no shared memory, no barrier) except MAX_WORDS's maximum, an
+ * atomic on the device and a plain maximum where the threads run one after the other.
+ */
+#ifndef REPROD_CUDA_KERNEL_FIXED_H
+#define REPROD_CUDA_KERNEL_FIXED_H
+
+#include "engine/engine_fixed.h"
+#include "engine/engine_inner.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REPROD_KERNEL_FIXED_NAME "reprod_fixed"
+
+enum reprod_fixed_stage {
+    REPROD_FIXED_CODES = 0,
+    REPROD_FIXED_MAX_WORDS,
+    REPROD_FIXED_SPLIT,
+    REPROD_FIXED_ROUND,
+    REPROD_FIXED_FULL_SPLIT,
+    REPROD_FIXED_FULL_ROUND,
+};
+
+/* One launch's parameter, fixed-width fields only (gcc and nvcc lay it out alike). */
+struct reprod_fixed_args {
+    int32_t stage;     /* enum reprod_fixed_stage */
+    int32_t type;      /* reprod_type */
+    int32_t op;        /* REPROD_SUM or REPROD_AVG (ROUND, FULL_ROUND) */
+    int32_t rounding;  /* reprod_rounding */
+    int32_t ranks;     /* contributions N: the word width W = 63 - ceil(log2 N) */
+    int32_t stride;    /* words an element in the words array (SPLIT, ROUND, FULL_*) */
+    uint64_t elements; /* elements this launch covers */
+    const void *terms; /* CODES, SPLIT, FULL_SPLIT: this rank's contribution (term_at) */
+    uint8_t *codes;    /* 2 an element */
+    int64_t *words;    /* stride an element */
+    void *out;         /* ROUND, FULL_ROUND */
+    int32_t *max_words; /* CODES (cleared), MAX_WORDS (the maximum) */
+    uint64_t terms_block;  /* 0: the terms are contiguous; else they come in blocks of this */
+    uint64_t terms_stride; /* many elements, block b at terms + b * terms_stride elements (a
+                              ReduceScatter's piece: a block of each rank's part) */
+};
+
+#define REPROD_FIXED_ARGS_BYTES 88
+
+/* Where element i's term is in a->terms, in elements. */
+ENGINE_FUNCTION size_t reprod_fixed_term_at(const struct reprod_fixed_args *a, uint64_t i)
+{
+    if (a->terms_block == 0) return (size_t)i;
+    return (size_t)((i / a->terms_block) * a->terms_stride + i % a->terms_block);
+}
+
+/* The most words of the stage's element `i` into *max_words. */
+ENGINE_FUNCTION void reprod_fixed_note_words(int32_t *max_words, int words)
+{
+#if defined(__CUDA_ARCH__)
+    atomicMax((int *)max_words, words);
+#else
+    if (words > *max_words) *max_words = words;
+#endif
+}
+
+/* Run the stage for elements thread, thread + threads, ... */
+ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint64_t thread,
+                                         uint64_t threads)
+{
+    const reprod_type type = (reprod_type)a->type;
+    const struct engine_format f = engine_format_of(type);
+    const reprod_rounding dir = (reprod_rounding)a->rounding;
+    const int word_bits = engine_fixed_word_bits(a->ranks);
+    const uint64_t stride = (uint64_t)(a->stride > 0 ? a->stride : 1);
+    if (a->stage == REPROD_FIXED_CODES && thread == 0) *a->max_words = 1;
+    for (uint64_t i = thread; i < a->elements; i += threads) {
+        switch (a->stage) {
+        case REPROD_FIXED_CODES:
+            engine_fixed_codes(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), &a->codes[2 * i],
+                               &a->codes[2 * i + 1]);
+            break;
+        case REPROD_FIXED_MAX_WORDS:
+            reprod_fixed_note_words(
+                a->max_words,
+                engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir)
+                    .words);
+            break;
+        case REPROD_FIXED_SPLIT: {
+            struct engine_fixed_element e =
+                engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
+            int64_t *w = a->words + i * stride;
+            for (uint64_t k = 0; k < stride; k++)
+                w[k] = 0;
+            if ((uint64_t)e.words <= stride) /* always, with the stride read back */
+                engine_fixed_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
+                                   a->codes[2 * i], e, w);
+            break;
+        }
+        case REPROD_FIXED_ROUND: {
+            struct engine_fixed_element e =
+                engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
+            engine_store_bits(type, a->out, (size_t)i,
+                              engine_fixed_round(&f, a->words + i * stride, word_bits,
+                                                 a->codes[2 * i], e, (reprod_op)a->op, a->ranks,
+                                                 dir));
+            break;
+        }
+        case REPROD_FIXED_FULL_SPLIT:
+            engine_fixed_full_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
+                                    engine_fixed_full_element(&f, word_bits),
+                                    a->words + i * stride);
+            break;
+        case REPROD_FIXED_FULL_ROUND:
+            engine_store_bits(type, a->out, (size_t)i,
+                              engine_fixed_full_round(&f, a->words + i * stride, word_bits,
+                                                      engine_fixed_full_element(&f, word_bits),
+                                                      (reprod_op)a->op, a->ranks, dir));
+            break;
+        default:
+            return;
+        }
+    }
+}
+
+#endif /* REPROD_CUDA_KERNEL_FIXED_H */

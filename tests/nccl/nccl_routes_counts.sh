@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# What each rank of an exact NCCL all-reduce would send under real NCCL, counted by the stand-in's
+# model of NCCL's ring and tree (tests/standins_nccl/nccl_model.c, NCCL_STANDIN_COUNTS), at 32
+# ranks: on the fixed route (two of NCCL's own collectives) at most 2x native + 4 messages and 2x
+# native + 2 peers per rank; the exchange talks to all N-1 peers above 64 KiB. The model itself
+# is pinned: a ring's 2(N-1) messages to two neighbours, a tree's parent and two children.
+. tests/lib.sh
+
+program=$BUILD/tests/nccl/routes
+[ -x "$program" ] || fail "$program is not built"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+use_standins
+export MPI_TIMEOUT=${MPI_TIMEOUT:-90}
+
+BIG=32
+if sanitized; then BIG=16; fi
+
+# counts NAME NP ARGS...: run `routes count` with NCCL_STANDIN_COUNTS; "$out/NAME" holds one line a
+# rank, sorted by rank: "RANK MESSAGES BYTES PEERS".
+counts() {
+    local name=$1 np=$2
+    shift 2
+    mkdir -p "$out/c.$name"
+    run_mpi "$np" -x LD_LIBRARY_PATH -x NCCL_STANDIN_COUNTS="$out/c.$name" "$@" >"$out/log.$name" 2>&1 ||
+        fail "$name: $(head -c 2000 "$out/log.$name")"
+    cat "$out/c.$name"/counts.* | awk '{print $2, $6, $8, $10}' | sort -n >"$out/$name"
+    [ "$(wc -l <"$out/$name")" -eq "$np" ] || fail "$name: counts of $(wc -l <"$out/$name") ranks, not $np"
+}
+
+# Messages and peers, per rank, natively and under the shim: 8 B and 1 MiB of float32 on the
+# ring, 8 B on the tree.
+for run in "Ring 2 fixed" "Ring 262144 fixed exchange" "Tree 2 fixed"; do
+    set -- $run
+    algo=$1 elements=$2
+    shift 2
+    args=(-x NCCL_ALGO=$algo "$program" count $elements)
+    counts native.$algo.$elements $BIG "${args[@]}"
+    for route in "$@"; do
+        counts $route.$algo.$elements $BIG -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=$route "${args[@]}"
+    done
+    if [ $algo = Ring ]; then
+        awk -v n=$BIG '$2 != 2 * (n - 1) || $4 != 2 { exit 1 }' "$out/native.$algo.$elements" ||
+            fail "the stand-in's ring model: $(head -3 "$out/native.$algo.$elements")"
+    else
+        awk '$2 > 3 || $4 > 3 { exit 1 }' "$out/native.$algo.$elements" ||
+            fail "the stand-in's tree model: $(head -3 "$out/native.$algo.$elements")"
+    fi
+    paste -d' ' "$out/native.$algo.$elements" "$out/fixed.$algo.$elements" |
+        awk '$6 > 2 * $2 + 4 || $8 > 2 * $4 + 2 { print; exit 1 }' >"$out/bad" ||
+        fail "np=$BIG $algo $elements floats, fixed route: rank, native messages bytes peers, shim's: $(cat "$out/bad")"
+    line() { awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/$1.$algo.$elements"; }
+    summary="native $(line native), fixed $(line fixed)"
+    if [ -f "$out/exchange.$algo.$elements" ]; then
+        awk -v n=$BIG '$4 != n - 1 { exit 1 }' "$out/exchange.$algo.$elements" ||
+            fail "np=$BIG: the exchange's peers are not N-1: $(head -3 "$out/exchange.$algo.$elements")"
+        summary="$summary, exchange $(line exchange)"
+    fi
+    ok "np=$BIG $algo $((elements * 4)) B, messages/peers/bytes of rank 1: $summary"
+done
