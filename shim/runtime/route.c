@@ -1,11 +1,63 @@
-/* route.c: the per-call choice of route (route.h). */
+/* route.c: the per-call choice of route (route.h), from the cost model (cost.h). */
 #include "runtime/route.h"
 
 #include "engine/engine.h"
 #include "runtime/config.h"
+#include "runtime/cost.h"
 
-/* Until the cost model decides: the exchange up to this many ranks, the fixed route above. */
-#define ROUTE_FIXED_FROM_RANKS 16
+/* The exchange is an N-way exchange (every rank sends to every other): above this many ranks
+ * it is never taken, whatever the model says of one call (DESIGN.md, section 6: a route's
+ * cost grows like the library's own). At 16 ranks and below it is taken where the model finds
+ * it faster: at 2 to 16 ranks it is, for every size (docs/performance.md). */
+#define ROUTE_EXCHANGE_MAX_RANKS 16
+/* Decisions a thread remembers (the model costs a few microseconds at 16 ranks; a small
+ * reduction, a fifth of one): the last calls' arguments, direct-mapped. */
+#define ROUTE_CACHE_ENTRIES 16
+
+enum reprod_route reprod_route_by_model(const struct reprod_route_call *call)
+{
+    enum reprod_route fixed = call->one_pass ? REPROD_ROUTE_FIXED_ONE_PASS : REPROD_ROUTE_FIXED;
+    if (call->ranks > ROUTE_EXCHANGE_MAX_RANKS) return fixed;
+    if (call->ranks < 2 || call->count == 0) return REPROD_ROUTE_EXCHANGE;
+    struct reprod_cost_machine machine;
+    reprod_cost_machine_defaults(&machine);
+    /* Every collective priced as the all-reduce of its whole message: the one the model
+     * mirrors; the others move the same data in the same pattern, or less of it. */
+    struct reprod_route_call priced = *call;
+    priced.collective = REPROD_COLLECTIVE_ALLREDUCE;
+    struct reprod_cost exchange, other;
+    reprod_cost_route(&machine, &priced, REPROD_ROUTE_EXCHANGE, 0, &exchange);
+    reprod_cost_route(&machine, &priced, fixed, 0, &other);
+    return other.time_us < exchange.time_us ? fixed : REPROD_ROUTE_EXCHANGE;
+}
+
+struct route_memo {
+    struct reprod_route_call call;
+    int valid;
+    enum reprod_route route;
+};
+static __thread struct route_memo route_memo[ROUTE_CACHE_ENTRIES]
+    __attribute__((tls_model("initial-exec")));
+
+static int same_call(const struct reprod_route_call *a, const struct reprod_route_call *b)
+{
+    return a->nccl == b->nccl && a->collective == b->collective && a->ranks == b->ranks &&
+           a->count == b->count && a->type == b->type && a->one_pass == b->one_pass;
+}
+
+static enum reprod_route modelled(const struct reprod_route_call *call)
+{
+    if (call->ranks > ROUTE_EXCHANGE_MAX_RANKS)
+        return call->one_pass ? REPROD_ROUTE_FIXED_ONE_PASS : REPROD_ROUTE_FIXED;
+    unsigned slot = (unsigned)(call->count ^ (call->count >> 7) ^ (uint64_t)call->ranks * 5u ^
+                               (uint64_t)call->type * 3u) %
+                    ROUTE_CACHE_ENTRIES;
+    struct route_memo *memo = &route_memo[slot];
+    if (memo->valid && same_call(&memo->call, call)) return memo->route;
+    enum reprod_route route = reprod_route_by_model(call);
+    memo->call = *call, memo->valid = 1, memo->route = route;
+    return route;
+}
 
 enum reprod_route reprod_route_choose(const struct reprod_route_call *call)
 {
@@ -14,7 +66,7 @@ enum reprod_route reprod_route_choose(const struct reprod_route_call *call)
     switch (reprod_config()->route) {
     case REPROD_ROUTE_ALWAYS_EXCHANGE: return REPROD_ROUTE_EXCHANGE;
     case REPROD_ROUTE_ALWAYS_FIXED: return fixed;
-    default: return call->ranks > ROUTE_FIXED_FROM_RANKS ? fixed : REPROD_ROUTE_EXCHANGE;
+    default: return modelled(call);
     }
 }
 

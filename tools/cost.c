@@ -1,0 +1,213 @@
+/* cost.c: `reprod cost`, what one all-reduce costs a rank natively and under the shim, in the
+ * model of shim/runtime/cost.h; `reprod cost --table`, the model's table for make bench. */
+#include "runtime/cost.h"
+#include "runtime/record.h"
+#include "reprod_tool.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char cost_help[] =
+    "usage: reprod cost --ranks N --bytes M --type T [--words K] [--library mpi|nccl]\n"
+    "                   [--route auto|exchange|fixed|one-pass] [--ranks-per-node G]\n"
+    "                   [--intra-latency-us X] [--intra-gbps X] [--inter-latency-us X]\n"
+    "                   [--inter-gbps X] [--overhead-us X] [--segment-elements S]\n"
+    "       reprod cost --table [--library mpi|nccl] [machine options]\n"
+    "What one all-reduce of M bytes of T (float32, float64, float16, bfloat16) over N ranks\n"
+    "costs each rank: natively (the algorithm the library picks: Open MPI 4.1's tuned decision,\n"
+    "or NCCL's ring or tree) and under the shim (the route it takes for these arguments, or the\n"
+    "one --route names), one line each: messages and bytes a rank sends, the peers it sends\n"
+    "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
+    "--words K: the fixed route's words per element (default: the type's typical K).\n"
+    "--segment-elements S: the MPI fixed route's segment (default 262144, the shim's).\n"
+    "--table: shim/native for N = 8 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
+    "Exit status: 0; 2 on a usage error.\n";
+
+static int usage_error(const char *option, const char *needs, const char *text)
+{
+    char shown[256];
+    fprintf(stderr, "reprod cost: %s needs %s, got %s\n", option, needs,
+            text ? reprod_escape_value(text, shown, sizeof shown) : "nothing");
+    return 2;
+}
+
+/* A positive integer with an optional binary suffix: 0 on success. */
+static int parse_size(const char *text, uint64_t limit, uint64_t *value)
+{
+    if (!text || !text[0] || text[0] < '0' || text[0] > '9') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE) return -1;
+    int shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10, end++;
+    else if (*end == 'M') shift = 20, end++;
+    else if (*end == 'G') shift = 30, end++;
+    if (*end || v == 0 || v > (limit >> shift)) return -1;
+    *value = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_number(const char *text, double *value)
+{
+    if (!text || !text[0]) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end || errno == ERANGE || !isfinite(v) || v <= 0) return -1;
+    *value = v;
+    return 0;
+}
+
+static const char *const type_names[] = {"float16", "bfloat16", "float32", "float64", NULL};
+
+static void print_line(const char *label, const struct reprod_cost *c, const char *route)
+{
+    printf("%s messages=%llu bytes=%llu peers=%llu memory=%llu time_us=%.3f route=%s "
+           "algorithm=\"%s\"\n",
+           label, (unsigned long long)c->messages, (unsigned long long)c->bytes,
+           (unsigned long long)c->peers, (unsigned long long)c->memory, c->time_us, route,
+           c->algorithm);
+}
+
+static const char *route_word(enum reprod_route route)
+{
+    return route == REPROD_ROUTE_FIXED_ONE_PASS ? "fixed-one-pass" : reprod_route_name(route);
+}
+
+static void print_assumptions(const struct reprod_cost_machine *m, int nccl)
+{
+    printf("model: alpha-beta per message; %d ranks a node (consecutive ranks); inside a node "
+           "%.3g us + bytes / %.3g GB/s, between nodes %.3g us + bytes / %.3g GB/s; %.3g us a "
+           "further message of a batch; local sum %.3g GB/s; the shim's exact sum %.3g ns an "
+           "element and contribution, fixed-point split and rounding %.3g ns an element and "
+           "word; MPI fixed route in segments of %llu elements; native = %s; per rank = the most any rank sends; the shim's route chosen on "
+           "the default machine\n",
+           m->ranks_per_node, m->intra_latency_us, m->intra_gbps, m->inter_latency_us,
+           m->inter_gbps, m->overhead_us, m->reduce_gbps, m->engine_ns, m->fixed_ns,
+           (unsigned long long)m->segment_elements, nccl ? "NCCL ring or tree, the faster" : "Open MPI 4.1 coll/tuned fixed decision");
+}
+
+/* The model's table: shim/native time, messages and bytes for each N and M (float32). */
+static void print_table(const struct reprod_cost_machine *m, int nccl)
+{
+    static const int ranks[] = {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+    static const uint64_t sizes[] = {8, 1024, 4096, 65536, 1u << 20, 16u << 20, 256u << 20,
+                                     1u << 30};
+    printf("%-6s %-8s %-10s %-8s %-10s %-8s %-10s %s\n", "ranks", "bytes", "time", "messages",
+           "messages", "bytes", "memory", "route");
+    printf("%-6s %-8s %-10s %-8s %-10s %-8s %-10s\n", "", "", "shim/nat", "native", "shim",
+           "shim/nat", "shim");
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
+        for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+            struct reprod_route_call call = {nccl, REPROD_COLLECTIVE_ALLREDUCE, ranks[i],
+                                             sizes[j] / 4, REPROD_FLOAT32, 0};
+            struct reprod_cost native, shim;
+            enum reprod_route route = reprod_route_by_model(&call);
+            reprod_cost_native(m, &call, &native);
+            reprod_cost_route(m, &call, route, 0, &shim);
+            char size[16];
+            if (sizes[j] >= 1u << 30) snprintf(size, sizeof size, "%lluG", (unsigned long long)(sizes[j] >> 30));
+            else if (sizes[j] >= 1u << 20) snprintf(size, sizeof size, "%lluM", (unsigned long long)(sizes[j] >> 20));
+            else if (sizes[j] >= 1024) snprintf(size, sizeof size, "%lluK", (unsigned long long)(sizes[j] >> 10));
+            else snprintf(size, sizeof size, "%llu", (unsigned long long)sizes[j]);
+            printf("%-6d %-8s %-10.3g %-8llu %-10llu %-8.2f %-10llu %s\n", ranks[i], size,
+                   shim.time_us / native.time_us, (unsigned long long)native.messages,
+                   (unsigned long long)shim.messages, (double)shim.bytes / (double)native.bytes,
+                   (unsigned long long)shim.memory, route_word(route));
+        }
+}
+
+int reprod_cost_command(int argc, char **argv)
+{
+    struct reprod_cost_machine machine;
+    reprod_cost_machine_defaults(&machine);
+    uint64_t ranks = 0, bytes = 0, words = 0;
+    int type = -1, nccl = 0, table = 0, forced = -1;
+    for (int i = 0; i < argc; i++) {
+        const char *option = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) {
+            fputs(cost_help, stdout);
+            return 0;
+        }
+        if (strcmp(option, "--table") == 0) {
+            table = 1;
+            continue;
+        }
+        i++;
+        double *number = strcmp(option, "--intra-latency-us") == 0 ? &machine.intra_latency_us
+                       : strcmp(option, "--intra-gbps") == 0       ? &machine.intra_gbps
+                       : strcmp(option, "--inter-latency-us") == 0 ? &machine.inter_latency_us
+                       : strcmp(option, "--inter-gbps") == 0       ? &machine.inter_gbps
+                       : strcmp(option, "--overhead-us") == 0      ? &machine.overhead_us
+                                                                   : NULL;
+        if (number) {
+            if (parse_number(value, number)) return usage_error(option, "a positive number", value);
+        } else if (strcmp(option, "--ranks") == 0) {
+            if (parse_size(value, 2097151, &ranks))
+                return usage_error(option, "a rank count from 1 to 2097151", value);
+        } else if (strcmp(option, "--ranks-per-node") == 0) {
+            uint64_t g;
+            if (parse_size(value, 65536, &g))
+                return usage_error(option, "a positive integer up to 65536", value);
+            machine.ranks_per_node = (int)g;
+        } else if (strcmp(option, "--bytes") == 0) {
+            if (parse_size(value, (uint64_t)1 << 50, &bytes))
+                return usage_error(option, "a positive byte count (K, M, G allowed)", value);
+        } else if (strcmp(option, "--segment-elements") == 0) {
+            if (parse_size(value, (uint64_t)1 << 40, &machine.segment_elements))
+                return usage_error(option, "a positive element count (K, M, G allowed)", value);
+        } else if (strcmp(option, "--words") == 0) {
+            if (parse_size(value, 54, &words))
+                return usage_error(option, "a word count from 1 to 54", value);
+        } else if (strcmp(option, "--type") == 0) {
+            for (int t = 0; value && type_names[t]; t++)
+                if (strcmp(value, type_names[t]) == 0) type = t;
+            if (type < 0) return usage_error(option, "float32, float64, float16 or bfloat16", value);
+        } else if (strcmp(option, "--library") == 0) {
+            if (!value || (strcmp(value, "mpi") && strcmp(value, "nccl")))
+                return usage_error(option, "mpi or nccl", value);
+            nccl = strcmp(value, "nccl") == 0;
+        } else if (strcmp(option, "--route") == 0) {
+            static const char *const routes[] = {"exchange", "fixed", "one-pass", "auto"};
+            for (int r = 0; value && r < 4; r++)
+                if (strcmp(value, routes[r]) == 0) forced = r == 3 ? -1 : r;
+            if (!value || (forced < 0 && strcmp(value, "auto")))
+                return usage_error(option, "auto, exchange, fixed or one-pass", value);
+        } else {
+            char shown[256];
+            fprintf(stderr, "reprod cost: %s is not an option\n%s",
+                    reprod_escape_value(option, shown, sizeof shown), cost_help);
+            return 2;
+        }
+    }
+    if (table) {
+        print_assumptions(&machine, nccl);
+        print_table(&machine, nccl);
+        return 0;
+    }
+    if (!ranks || !bytes || type < 0) {
+        fprintf(stderr, "reprod cost: %s is needed\n%s",
+                !ranks ? "--ranks" : !bytes ? "--bytes" : "--type", cost_help);
+        return 2;
+    }
+    uint64_t size = (uint64_t)reprod_cost_type_bytes((reprod_type)type);
+    if (bytes % size) {
+        fprintf(stderr, "reprod cost: --bytes needs a multiple of %s's %llu bytes, got %llu\n",
+                type_names[type], (unsigned long long)size, (unsigned long long)bytes);
+        return 2;
+    }
+    struct reprod_route_call call = {nccl, REPROD_COLLECTIVE_ALLREDUCE, (int)ranks, bytes / size,
+                                     (reprod_type)type, forced == REPROD_ROUTE_FIXED_ONE_PASS};
+    enum reprod_route route = forced >= 0 ? (enum reprod_route)forced : reprod_route_by_model(&call);
+    struct reprod_cost native, shim;
+    reprod_cost_native(&machine, &call, &native);
+    reprod_cost_route(&machine, &call, route, (int)words, &shim);
+    print_line("native", &native, "native");
+    print_line("shim", &shim, route_word(route));
+    print_assumptions(&machine, nccl);
+    return 0;
+}
