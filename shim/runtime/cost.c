@@ -743,18 +743,29 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         cost->time_us += reduced * m->engine_ns * 1e-3;
         return 0;
     }
+    /* NCCL: pieces whose scratch, sized for the one-pass layout, fits REPROD_SCRATCH_MB's
+     * default 64 MiB (hooks/nccl/nccl_fixed.c); MPI: pass 1 a segment at a time
+     * (hooks/mpi/mpi_fixed.c), a nonblocking call's one pass whole. */
+    int full_words = reprod_engine_fixed_full_words(call->type, n);
+    uint64_t nccl_piece = ((uint64_t)64 << 20) / (2 + 8 * (uint64_t)full_words);
     if (route == REPROD_ROUTE_FIXED_ONE_PASS) {
-        int k = reprod_engine_fixed_full_words(call->type, n);
-        library_allreduce(m, call->nccl, n, (int64_t)(count * (uint64_t)k), 8, cost);
-        cost->memory += count * (uint64_t)k * 8;
-        cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
+        uint64_t piece = call->nccl && count > nccl_piece ? nccl_piece : count;
+        struct reprod_cost one;
+        library_allreduce(m, call->nccl, n, (int64_t)(piece * (uint64_t)full_words), 8, &one);
+        scale(cost, &one, count / piece);
+        if (count % piece) {
+            library_allreduce(m, call->nccl, n, (int64_t)(count % piece * (uint64_t)full_words), 8,
+                              &one);
+            scale(cost, &one, 1);
+        }
+        memcpy(cost->algorithm, one.algorithm, sizeof one.algorithm);
+        cost->memory += piece * (uint64_t)full_words * 8;
+        cost->time_us += (double)count * full_words * m->fixed_ns * 1e-3;
         return 0;
     }
     int k = words > 0 ? words : reprod_cost_typical_words(call->type, n);
-    /* MPI: a segment of codes at a time, its words in pieces (hooks/mpi/mpi_fixed.c); NCCL:
-     * the whole message in one segment. */
-    uint64_t cut = m->segment_elements ? m->segment_elements : count;
-    uint64_t segment = call->nccl || count < cut ? count : cut;
+    uint64_t cut = call->nccl ? nccl_piece : m->segment_elements ? m->segment_elements : count;
+    uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;
     struct reprod_cost one;
     fixed_segment(m, call->nccl, n, segment, k, &one);
