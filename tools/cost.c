@@ -14,7 +14,7 @@ static const char cost_help[] =
     "usage: reprod cost --ranks N --bytes M --type T [--words K] [--library mpi|nccl]\n"
     "                   [--route auto|exchange|fixed|one-pass] [--ranks-per-node G]\n"
     "                   [--intra-latency-us X] [--intra-gbps X] [--inter-latency-us X]\n"
-    "                   [--inter-gbps X] [--overhead-us X] [--segment-elements S]\n"
+    "                   [--inter-gbps X] [--overhead-us X] [--segment-elements S] [--rank R]\n"
     "       reprod cost --table [--library mpi|nccl] [machine options]\n"
     "What one all-reduce of M bytes of T (float32, float64, float16, bfloat16) over N ranks\n"
     "costs each rank: natively (the algorithm the library picks: Open MPI 4.1's tuned decision,\n"
@@ -23,6 +23,7 @@ static const char cost_help[] =
     "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
     "--words K: the fixed route's words per element (default: the type's typical K).\n"
     "--segment-elements S: the MPI fixed route's segment (default 262144, the shim's).\n"
+    "--rank R: rank R's figures, not the largest over the ranks.\n"
     "--table: shim/native for N = 8 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
     "Exit status: 0; 2 on a usage error.\n";
 
@@ -64,13 +65,24 @@ static int parse_number(const char *text, double *value)
 
 static const char *const type_names[] = {"float16", "bfloat16", "float32", "float64", NULL};
 
-static void print_line(const char *label, const struct reprod_cost *c, const char *route)
+/* One line; with `peer_set` (--rank), the ranks it sends to, as peer_list=a,b,c at the end. */
+static void print_line(const char *label, const struct reprod_cost *c, const char *route,
+                       const uint64_t *peer_set, uint64_t ranks)
 {
     printf("%s messages=%llu bytes=%llu peers=%llu memory=%llu time_us=%.3f route=%s "
-           "algorithm=\"%s\"\n",
+           "algorithm=\"%s\"",
            label, (unsigned long long)c->messages, (unsigned long long)c->bytes,
            (unsigned long long)c->peers, (unsigned long long)c->memory, c->time_us, route,
            c->algorithm);
+    if (peer_set) {
+        const char *separator = " peer_list=";
+        for (uint64_t r = 0; r < ranks; r++)
+            if (peer_set[r / 64] >> (r % 64) & 1) {
+                printf("%s%llu", separator, (unsigned long long)r);
+                separator = ",";
+            }
+    }
+    printf("\n");
 }
 
 static const char *route_word(enum reprod_route route)
@@ -157,6 +169,13 @@ int reprod_cost_command(int argc, char **argv)
         } else if (strcmp(option, "--bytes") == 0) {
             if (parse_size(value, (uint64_t)1 << 50, &bytes))
                 return usage_error(option, "a positive byte count (K, M, G allowed)", value);
+        } else if (strcmp(option, "--rank") == 0) {
+            uint64_t r;
+            if (value && strcmp(value, "0") == 0)
+                r = 0;
+            else if (parse_size(value, 2097150, &r))
+                return usage_error(option, "a rank from 0 to 2097150", value);
+            machine.rank = (int)r;
         } else if (strcmp(option, "--segment-elements") == 0) {
             if (parse_size(value, (uint64_t)1 << 40, &machine.segment_elements))
                 return usage_error(option, "a positive element count (K, M, G allowed)", value);
@@ -189,6 +208,11 @@ int reprod_cost_command(int argc, char **argv)
         print_table(&machine, nccl);
         return 0;
     }
+    if (machine.rank >= 0 && (uint64_t)machine.rank >= ranks) {
+        fprintf(stderr, "reprod cost: --rank needs a rank below --ranks %llu, got %d\n",
+                (unsigned long long)ranks, machine.rank);
+        return 2;
+    }
     if (!ranks || !bytes || type < 0) {
         fprintf(stderr, "reprod cost: %s is needed\n%s",
                 !ranks ? "--ranks" : !bytes ? "--bytes" : "--type", cost_help);
@@ -204,10 +228,15 @@ int reprod_cost_command(int argc, char **argv)
                                      (reprod_type)type, forced == REPROD_ROUTE_FIXED_ONE_PASS};
     enum reprod_route route = forced >= 0 ? (enum reprod_route)forced : reprod_route_by_model(&call);
     struct reprod_cost native, shim;
+    size_t set_words = (size_t)ranks / 64 + 1;
+    uint64_t *sets = machine.rank >= 0 ? calloc(2 * set_words, sizeof(uint64_t)) : NULL;
+    machine.peer_set = sets;
     reprod_cost_native(&machine, &call, &native);
+    machine.peer_set = sets ? sets + set_words : NULL;
     reprod_cost_route(&machine, &call, route, (int)words, &shim);
-    print_line("native", &native, "native");
-    print_line("shim", &shim, route_word(route));
+    print_line("native", &native, "native", sets, ranks);
+    print_line("shim", &shim, route_word(route), sets ? sets + set_words : NULL, ranks);
+    free(sets);
     print_assumptions(&machine, nccl);
     return 0;
 }

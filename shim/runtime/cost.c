@@ -30,6 +30,8 @@ void reprod_cost_machine_defaults(struct reprod_cost_machine *m)
     m->engine_ns = 0.05;        /* exact sum on the GPU, per element and contribution */
     m->fixed_ns = 0.05;         /* split + rounding on the GPU, per element and word */
     m->segment_elements = FIXED_SEGMENT_ELEMENTS;
+    m->rank = -1;
+    m->peer_set = NULL;
 }
 
 int reprod_cost_type_bytes(reprod_type type)
@@ -609,7 +611,8 @@ static void over_ranks(const struct reprod_cost_machine *m, int ranks, rank_cost
     int reps[4] = {0, 1, ranks / 2, ranks - 1};
     memset(cost, 0, sizeof *cost);
     for (int i = 0; i < 4; i++) {
-        if (reps[i] >= ranks || (i && reps[i] == reps[i - 1]) || (i == 3 && reps[3] == reps[1]))
+        if (m->rank >= 0) reps[i] = i ? -1 : m->rank % ranks;
+        if (reps[i] < 0 || reps[i] >= ranks || (i && reps[i] == reps[i - 1]) || (i == 3 && reps[3] == reps[1]))
             continue;
         struct tally t;
         tally_start(&t, m, ranks, reps[i]);
@@ -620,6 +623,9 @@ static void over_ranks(const struct reprod_cost_machine *m, int ranks, rank_cost
         if (t.peers > cost->peers) cost->peers = t.peers;
         if (t.memory > cost->memory) cost->memory = t.memory;
         if (t.time_us > cost->time_us) cost->time_us = t.time_us;
+        if (m->rank >= 0 && m->peer_set && t.seen)
+            for (size_t w = 0; w < ((size_t)ranks + 63) / 64; w++)
+                m->peer_set[w] |= t.seen[w];
         tally_end(&t);
     }
 }

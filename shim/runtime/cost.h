@@ -28,6 +28,10 @@ struct reprod_cost_machine {
     double fixed_ns;          /* the fixed route's split and rounding, per element and word */
     uint64_t segment_elements; /* the MPI fixed route's pass 1 a segment of this many elements
                                   at a time (hooks/mpi/mpi_fixed.c's SEGMENT_ELEMENTS) */
+    /* How to evaluate, not the machine: */
+    int rank;                 /* -1: each figure the largest over the ranks; else this rank's */
+    uint64_t *peer_set;       /* with rank >= 0, non-NULL: the ranks it sends to are or-ed in,
+                                 bit r of word r / 64 (ranks / 64 + 1 words) */
 };
 
 /* The defaults: a node of 8 GPUs on NVLink, nodes on InfiniBand (docs/performance.md). */
