@@ -92,15 +92,21 @@ static const char *route_word(enum reprod_route route)
 
 static void print_assumptions(const struct reprod_cost_machine *m, int nccl)
 {
+    char whose[64];
+    if (m->rank >= 0)
+        snprintf(whose, sizeof whose, "the figures of rank %d", m->rank);
+    else
+        snprintf(whose, sizeof whose, "per rank: each figure the most of any rank");
     printf("model: alpha-beta per message; %d ranks a node (consecutive ranks); inside a node "
            "%.3g us + bytes / %.3g GB/s, between nodes %.3g us + bytes / %.3g GB/s; %.3g us a "
            "further message of a batch; local sum %.3g GB/s; the shim's exact sum %.3g ns an "
            "element and contribution, fixed-point split and rounding %.3g ns an element and "
-           "word; MPI fixed route in segments of %llu elements; native = %s; per rank = the most any rank sends; the shim's route chosen on "
-           "the default machine\n",
+           "word; the MPI fixed route in segments of %llu elements; native = %s; %s; the shim's "
+           "route chosen on the default machine\n",
            m->ranks_per_node, m->intra_latency_us, m->intra_gbps, m->inter_latency_us,
            m->inter_gbps, m->overhead_us, m->reduce_gbps, m->engine_ns, m->fixed_ns,
-           (unsigned long long)m->segment_elements, nccl ? "NCCL ring or tree, the faster" : "Open MPI 4.1 coll/tuned fixed decision");
+           (unsigned long long)m->segment_elements,
+           nccl ? "NCCL ring or tree, the faster" : "Open MPI 4.1 coll/tuned fixed decision", whose);
 }
 
 /* The model's table: shim/native time, messages and bytes for each N and M (float32). */
