@@ -23,7 +23,8 @@ static const char cost_help[] =
     "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
     "--words K: the fixed route's words per element (default: the type's typical K).\n"
     "--segment-elements S: the MPI fixed route's segment (default 262144, the shim's).\n"
-    "--rank R: rank R's figures, not the largest over the ranks.\n"
+    "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
+    "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"
     "--table: shim/native for N = 8 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
     "Exit status: 0; 2 on a usage error.\n";
 
@@ -62,6 +63,8 @@ static int parse_number(const char *text, double *value)
     *value = v;
     return 0;
 }
+
+#define ALL_RANKS 2097151 /* --rank all */
 
 static const char *const type_names[] = {"float16", "bfloat16", "float32", "float64", NULL};
 
@@ -177,10 +180,12 @@ int reprod_cost_command(int argc, char **argv)
                 return usage_error(option, "a positive byte count (K, M, G allowed)", value);
         } else if (strcmp(option, "--rank") == 0) {
             uint64_t r;
-            if (value && strcmp(value, "0") == 0)
+            if (value && strcmp(value, "all") == 0)
+                r = (uint64_t)ALL_RANKS;
+            else if (value && strcmp(value, "0") == 0)
                 r = 0;
             else if (parse_size(value, 2097150, &r))
-                return usage_error(option, "a rank from 0 to 2097150", value);
+                return usage_error(option, "a rank from 0 to 2097150, or all", value);
             machine.rank = (int)r;
         } else if (strcmp(option, "--segment-elements") == 0) {
             if (parse_size(value, (uint64_t)1 << 40, &machine.segment_elements))
@@ -212,6 +217,38 @@ int reprod_cost_command(int argc, char **argv)
     if (table) {
         print_assumptions(&machine, nccl);
         print_table(&machine, nccl);
+        return 0;
+    }
+    if (machine.rank == ALL_RANKS) { /* each rank's two lines, "native rank=R ..." */
+        size_t set_words = (size_t)ranks / 64 + 1;
+        uint64_t *sets = calloc(2 * set_words, sizeof(uint64_t));
+        uint64_t size = (uint64_t)reprod_cost_type_bytes((reprod_type)type);
+        if (!sets || !bytes || type < 0 || bytes % size) {
+            free(sets);
+            fprintf(stderr, "reprod cost: --rank all needs --ranks, --bytes (a multiple of the "
+                            "type's size) and --type\n");
+            return 2;
+        }
+        struct reprod_route_call call = {nccl, REPROD_COLLECTIVE_ALLREDUCE, (int)ranks,
+                                         bytes / size, (reprod_type)type,
+                                         forced == REPROD_ROUTE_FIXED_ONE_PASS};
+        enum reprod_route route =
+            forced >= 0 ? (enum reprod_route)forced : reprod_route_by_model(&call);
+        for (uint64_t r = 0; r < ranks; r++) {
+            struct reprod_cost native, shim;
+            memset(sets, 0, 2 * set_words * sizeof(uint64_t));
+            machine.rank = (int)r;
+            machine.peer_set = sets;
+            reprod_cost_native(&machine, &call, &native);
+            machine.peer_set = sets + set_words;
+            reprod_cost_route(&machine, &call, route, (int)words, &shim);
+            char label[48];
+            snprintf(label, sizeof label, "native rank=%llu", (unsigned long long)r);
+            print_line(label, &native, "native", sets, ranks);
+            snprintf(label, sizeof label, "shim rank=%llu", (unsigned long long)r);
+            print_line(label, &shim, route_word(route), sets + set_words, ranks);
+        }
+        free(sets);
         return 0;
     }
     if (machine.rank >= 0 && (uint64_t)machine.rank >= ranks) {

@@ -23,22 +23,21 @@ field() {
 
 # model NP LABEL ROUTE TYPES: one line a rank, "rank messages bytes peers", the model's figures of
 # that rank for the calls of TYPES (float32 float64) at 8 B, 4 KiB and 1 MiB: messages and bytes
-# summed, the peers those calls send to counted once (`reprod cost --rank R` lists them).
+# summed, the peers those calls send to counted once (`reprod cost --rank all` lists them).
 model() {
-    local np=$1 label=$2 route=$3 types=$4 rank type size line
-    for ((rank = 0; rank < np; rank++)); do
-        local messages=0 bytes=0 peers=""
-        for type in $types; do
-            for size in 8 4096 1048576; do
-                line=$("$reprod" cost --ranks "$np" --bytes "$size" --type "$type" --route "$route" --rank "$rank" |
-                    grep "^$label ") || fail "reprod cost --ranks $np --bytes $size --type $type printed no '$label' line"
-                messages=$((messages + $(field messages "$line")))
-                bytes=$((bytes + $(field bytes "$line")))
-                peers="$peers,$(sed -n 's/.* peer_list=\([0-9,]*\).*/\1/p' <<<"$line")"
-            done
+    local np=$1 label=$2 route=$3 types=$4 type size
+    for type in $types; do
+        for size in 8 4096 1048576; do
+            "$reprod" cost --ranks "$np" --bytes "$size" --type "$type" --route "$route" --rank all ||
+                fail "reprod cost --ranks $np --bytes $size --type $type --rank all failed"
         done
-        echo "$rank $messages $bytes $(tr ',' '\n' <<<"$peers" | grep . | sort -un | wc -l)"
-    done
+    done | awk -v label="$label" '$1 == label {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); value[kv[1]] = kv[2] }
+            r = value["rank"]; messages[r] += value["messages"]; bytes[r] += value["bytes"]
+            n = split(value["peer_list"], list, ",")
+            for (j = 1; j <= n; j++) if (!((r, list[j]) in seen)) { seen[r, list[j]] = 1; peers[r]++ }
+            delete value }
+        END { for (r in messages) printf "%d %d %d %d\n", r, messages[r], bytes[r], peers[r] + 0 }' | sort -n
 }
 
 # measured NP TYPE [MPIRUN OPTIONS...]: one line a rank, "rank messages bytes peers", from the
