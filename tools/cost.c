@@ -25,7 +25,7 @@ static const char cost_help[] =
     "--segment-elements S: the MPI fixed route's segment (default 262144, the shim's).\n"
     "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
     "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"
-    "--table: shim/native for N = 8 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
+    "--table: shim/native for N = 2 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
     "Exit status: 0; 2 on a usage error.\n";
 
 static int usage_error(const char *option, const char *needs, const char *text)
