@@ -10,6 +10,8 @@
  * cost grows like the library's own). At 16 ranks and below it is taken where the model finds
  * it faster: at 2 to 16 ranks it is, for every size (docs/performance.md). */
 #define ROUTE_EXCHANGE_MAX_RANKS 16
+/* Up to this many ranks the model always finds the exchange faster. */
+#define ROUTE_EXCHANGE_ALWAYS_RANKS 4
 /* Decisions a thread remembers (the model costs a few microseconds at 16 ranks; a small
  * reduction, a fifth of one): the last calls' arguments, direct-mapped. */
 #define ROUTE_CACHE_ENTRIES 16
@@ -49,6 +51,10 @@ static enum reprod_route modelled(const struct reprod_route_call *call)
 {
     if (call->ranks > ROUTE_EXCHANGE_MAX_RANKS)
         return call->one_pass ? REPROD_ROUTE_FIXED_ONE_PASS : REPROD_ROUTE_FIXED;
+    /* The model's answer at every size, type and library up to 4 ranks (test_cost checks it),
+     * without the memory's lookup: a 2-rank all-reduce of 8 bytes takes a fifth of a
+     * microsecond natively, and make bench times it. */
+    if (call->ranks <= ROUTE_EXCHANGE_ALWAYS_RANKS) return REPROD_ROUTE_EXCHANGE;
     unsigned slot = (unsigned)(call->count ^ (call->count >> 7) ^ (uint64_t)call->ranks * 5u ^
                                (uint64_t)call->type * 3u) %
                     ROUTE_CACHE_ENTRIES;
