@@ -304,8 +304,14 @@ const char *cost_mpi_allgather(struct tally *t, uint64_t block)
             : block < 524288 ? 4 : block < 1048576 ? 5 : 4;
     else if (n < 1024)
         alg = block < 64 ? 3 : block < 256 ? 2 : block < 2048 ? 3 : 5;
+    else if (n < 2048)
+        alg = block < 4 ? 3 : block < 8 ? 2 : block < 16 ? 3 : block < 32 ? 2 : block < 256 ? 3
+            : block < 512 ? 2 : block < 4096 ? 3 : 5;
+    else if (n < 4096)
+        alg = block < 32 ? 2 : block < 128 ? 3 : block < 512 ? 2 : block < 4096 ? 3 : 5;
     else
-        alg = block < 512 ? 2 : block < 4096 ? 3 : 5;
+        alg = block < 2 ? 3 : block < 8 ? 2 : block < 16 ? 3 : block < 512 ? 2 : block < 4096 ? 3
+            : 5;
     if (alg == 3 && (n & (n - 1))) alg = 2; /* recursive doubling needs a power of two */
     switch (alg) {
     case 6: step(t, t->rank ^ 1, block, t->rank ^ 1, block); return "allgather two-proc";
