@@ -131,6 +131,9 @@ static void resolve_handles(void)
     mpi.request_null = predefined(abi->request_null);
     mpi.op_sum = predefined(abi->op_sum);
     mpi.op_prod = predefined(abi->op_prod);
+    mpi.op_max = predefined(abi->op_max);
+    mpi.datatype_int8 = predefined(abi->datatype_int8);
+    mpi.datatype_int64 = predefined(abi->datatype_int64);
     if (!mpi.comm_world || !mpi.comm_self || !mpi.op_sum || !mpi.op_prod || !mpi.request_null)
         mpi.why_not = "the MPI library's predefined handles were not found";
     for (size_t i = 0; i < abi->float_type_count && float_count < MAX_FLOAT_TYPES; i++) {

@@ -71,6 +71,9 @@ struct mpi_constants {
     /* Predefined handles. */
     struct mpi_predefined comm_world, comm_self, comm_null, datatype_null, op_null, request_null;
     struct mpi_predefined op_sum, op_prod;
+    /* The fixed-point route's own reductions (mpi_fixed.c): MAX of bytes (as int8: MPICH 4.0's
+     * MAX of MPI_UINT8_T and MPI_UNSIGNED_CHAR gives wrong answers), SUM of int64. */
+    struct mpi_predefined op_max, datatype_int8, datatype_int64;
     const struct mpi_named_type *float_types; /* every predefined float type */
     size_t float_type_count;
     const struct mpi_predefined *deterministic_ops; /* max, min, logical, bitwise, loc, ... */
@@ -263,6 +266,7 @@ struct reprod_mpi {
     unsigned char has[128];       /* has[i]: function i of REPROD_MPI_FUNCTIONS was found */
     mpi_handle comm_world, comm_self, comm_null, datatype_null, op_null, request_null;
     mpi_handle op_sum, op_prod;
+    mpi_handle op_max, datatype_int8, datatype_int64; /* 0: absent (no fixed-point route) */
 };
 
 /* The process's MPI, resolved on first use (thread-safe). Never NULL; check usable. Every hook

@@ -299,6 +299,10 @@ static void mark_started(const void *requests, long index, int started)
             entry->reduction.start_ns = reprod_stats_clock_ns();
             entry->reduction.engine_ns = entry->reduction.shim_ns = 0;
             mpi_trace_input(&entry->reduction, entry->source, entry->elements);
+            /* The one-pass fixed route sums words: this round's, from the buffer as it is now. */
+            if (entry->words)
+                mpi_fixed_one_pass_split(&entry->reduction, entry->source, entry->block_elements,
+                                         entry->words);
         }
     }
     mpi_pending_unclaim(entry);

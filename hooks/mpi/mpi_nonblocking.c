@@ -13,6 +13,8 @@
 
 #include "runtime/stats.h"
 
+#include <limits.h>
+
 /* The data movement started (rc) for `entry`, its request at `request`: register the entry,
  * or clean up. */
 static int started(struct pending *entry, void *request, int rc)
@@ -44,6 +46,38 @@ static int started(struct pending *entry, void *request, int rc)
     }
     mpi_pending_add(entry);
     return REPROD_MPI_OK;
+}
+
+/* The one-pass fixed route (runtime/route.h) of a call that chose it: an entry whose scratch
+ * holds this rank's words of `count` elements at `source`, split now, that the library sums in
+ * place; at completion `terms` contributions are rounded into `out` (NULL: none here). NULL
+ * when the call takes its exchange instead: the route says so, or the words exceed int and the
+ * library lacks the large-count call (`large_call`). Every rank answers alike. */
+static struct pending *one_pass_entry(struct mpi_reduction *reduction,
+                                      enum reprod_collective collective, mpi_count count,
+                                      int large_call, const void *source, void *out, int terms)
+{
+    if (mpi_route(reduction, collective, count, 1) != REPROD_ROUTE_FIXED_ONE_PASS) return NULL;
+    size_t words = mpi_fixed_one_pass_words(reduction, count);
+    if (words > INT_MAX && !large_call) return NULL;
+    void *extra = NULL;
+    struct pending *entry = mpi_pending_new(reduction, 0, words * sizeof(int64_t), &extra);
+    entry->words = extra;
+    entry->fixed_terms = terms;
+    entry->block_elements = count;
+    entry->out = out;
+    entry->elements = count;
+    entry->source = source;
+    entry->reduction.route = "fixed one-pass: int64 SUM of whole-range words";
+    mpi_trace_input(&entry->reduction, source, count);
+    mpi_fixed_one_pass_split(&entry->reduction, source, count, entry->words);
+    return entry;
+}
+
+/* The entry's word count, for the library: int, or MPI_Count for the large-count call. */
+static mpi_count entry_words(const struct pending *entry)
+{
+    return (mpi_count)mpi_fixed_one_pass_words(&entry->reduction, entry->block_elements);
 }
 
 /* What an all-gather based call delivers. */
@@ -90,6 +124,27 @@ static int gather_everywhere(const char *api, enum gathered_kind kind, int large
         mpi_pass_begin(&pass, api, reason, count, datatype, mpi_source(sendbuf, recvbuf));
         int rc = pass_gathered(kind, large, sendbuf, recvbuf, count, datatype, op, comm, request);
         return mpi_pass_end(&pass, rc, NULL, 0);
+    }
+    const struct reprod_mpi *mpi = reprod_mpi();
+    const void *in_place = (const void *)mpi->abi->in_place;
+    int terms = kind == ALLREDUCE ? reduction.ranks
+                : kind == SCAN    ? reduction.rank + 1
+                                  : reduction.rank;
+    int large_call = kind == ALLREDUCE ? HAS_MPI(Iallreduce_c)
+                     : kind == SCAN    ? HAS_MPI(Iscan_c)
+                                       : HAS_MPI(Iexscan_c);
+    struct pending *fixed =
+        one_pass_entry(&reduction,
+                       kind == ALLREDUCE ? REPROD_COLLECTIVE_ALLREDUCE : REPROD_COLLECTIVE_SCAN,
+                       count, large_call, mpi_source(sendbuf, recvbuf), receives ? recvbuf : NULL,
+                       terms);
+    if (fixed) {
+        fixed->how = kind == ALLREDUCE ? "all-reduce (int64 sum)" : "scan (int64 prefix sum)";
+        mpi_count words = entry_words(fixed);
+        mpi_handle int64 = mpi->datatype_int64, sum = mpi->op_sum;
+        int rc = pass_gathered(kind, words > INT_MAX, in_place, fixed->words, words, int64, sum,
+                               comm, request);
+        return started(fixed, request, rc);
     }
     struct pending *entry = mpi_pending_new(&reduction, count * reduction.ranks, 0, NULL);
     entry->block_elements = count;
@@ -161,6 +216,23 @@ static int ireduce(const char *api, int large, const void *sendbuf, void *recvbu
                        : REAL_MPI(Ireduce)(sendbuf, recvbuf, (int)count, datatype, op, root,
                                            comm, request);
         return mpi_pass_end(&pass, rc, NULL, 0);
+    }
+    struct pending *fixed =
+        one_pass_entry(&reduction, REPROD_COLLECTIVE_REDUCE, count, HAS_MPI(Ireduce_c),
+                       mpi_source(sendbuf, recvbuf), is_root ? recvbuf : NULL, reduction.ranks);
+    if (fixed) {
+        /* Every rank's words live until its request completes: the root rounds them. */
+        const struct reprod_mpi *mpi = reprod_mpi();
+        fixed->how = is_root ? "reduce (int64 sum)" : "reduce (int64 sum, not root)";
+        mpi_count words = entry_words(fixed);
+        const void *send = is_root ? (const void *)mpi->abi->in_place : fixed->words;
+        void *receive = is_root ? fixed->words : NULL;
+        int rc = words > INT_MAX
+                     ? REAL_MPI(Ireduce_c)(send, receive, words, mpi->datatype_int64, mpi->op_sum,
+                                           root, comm, request)
+                     : REAL_MPI(Ireduce)(send, receive, (int)words, mpi->datatype_int64,
+                                         mpi->op_sum, root, comm, request);
+        return started(fixed, request, rc);
     }
     if (!is_root) {
         /* Nothing to reduce here: the gather's request is all there is. */
@@ -237,6 +309,51 @@ static int check_counts(const struct mpi_reduction *reduction, struct mpi_counts
     return *total == 0 ? REPROD_PASS_EMPTY : -1;
 }
 
+/* The one-pass fixed route of a reduce-scatter of `total` elements, when the route says so and
+ * the library can take its word counts (int, or its large-count call): an entry whose scratch
+ * holds this rank's words of every element (at raw_words), room for the words of its own
+ * block (words, rounded at completion into recvbuf) and the word counts per rank. NULL: the
+ * exchange. */
+static struct pending *scattered_words(struct mpi_reduction *reduction, const void *sendbuf,
+                                       void *recvbuf, struct mpi_counts counts, mpi_count uniform,
+                                       mpi_count total)
+{
+    if (mpi_route(reduction, REPROD_COLLECTIVE_REDUCE_SCATTER, total, 1) !=
+        REPROD_ROUTE_FIXED_ONE_PASS)
+        return NULL;
+    int ranks = reduction->ranks;
+    mpi_count mine = counts.values ? mpi_counts_at(counts, reduction->rank) : uniform;
+    size_t per_element = mpi_fixed_one_pass_words(reduction, 1);
+    size_t send_words = (size_t)total * per_element, mine_words = (size_t)mine * per_element;
+    int narrow = send_words <= INT_MAX;
+    if (!narrow && !HAS_MPI(Ireduce_scatter_c)) return NULL;
+    size_t count_bytes = (size_t)ranks * (narrow ? sizeof(int) : sizeof(mpi_count));
+    void *extra = NULL;
+    struct pending *entry = mpi_pending_new(
+        reduction, 0, (send_words + mine_words) * sizeof(int64_t) + count_bytes, &extra);
+    entry->raw_words = extra;
+    entry->words = (int64_t *)extra + send_words;
+    void *word_counts = entry->words + mine_words;
+    for (int r = 0; r < ranks; r++) {
+        mpi_count words = (counts.values ? mpi_counts_at(counts, r) : uniform) *
+                          (mpi_count)per_element;
+        if (narrow)
+            ((int *)word_counts)[r] = (int)words;
+        else
+            ((mpi_count *)word_counts)[r] = words;
+    }
+    entry->fixed_terms = ranks;
+    entry->block_elements = mine;
+    entry->out = mine > 0 ? recvbuf : NULL;
+    entry->elements = total;
+    entry->how = "reduce-scatter (int64 sum)";
+    entry->source = mpi_source(sendbuf, recvbuf);
+    entry->reduction.route = "fixed one-pass: int64 SUM of whole-range words";
+    mpi_trace_input(&entry->reduction, entry->source, total);
+    mpi_fixed_one_pass_split(&entry->reduction, entry->source, total, entry->raw_words);
+    return entry;
+}
+
 /* Ireduce_scatter and Ireduce_scatter_block (counts.values NULL): all-to-all of the chunks; at
  * completion reduce our chunk of every rank. The count arrays must live until completion:
  * they sit in the entry's scratch. */
@@ -269,6 +386,20 @@ static int scatter_chunks(const char *api, const void *sendbuf, void *recvbuf,
     }
     int ranks = reduction.ranks;
     mpi_count mine = counts.values ? mpi_counts_at(counts, reduction.rank) : uniform;
+    struct pending *fixed = scattered_words(&reduction, sendbuf, recvbuf, counts, uniform, total);
+    if (fixed) {
+        const struct reprod_mpi *mpi = reprod_mpi();
+        int64_t *send_words = (int64_t *)fixed->raw_words;
+        void *word_counts = fixed->words + mpi_fixed_one_pass_words(&fixed->reduction, mine);
+        int narrow = mpi_fixed_one_pass_words(&fixed->reduction, total) <= INT_MAX;
+        int rc = narrow ? REAL_MPI(Ireduce_scatter)(send_words, fixed->words, word_counts,
+                                                    mpi->datatype_int64, mpi->op_sum, comm,
+                                                    request)
+                        : REAL_MPI(Ireduce_scatter_c)(send_words, fixed->words, word_counts,
+                                                      mpi->datatype_int64, mpi->op_sum, comm,
+                                                      request);
+        return started(fixed, request, rc);
+    }
     void *arrays = NULL;
     struct pending *entry =
         mpi_pending_new(&reduction, mine * ranks, mpi_exchange_bytes(ranks), &arrays);
@@ -400,6 +531,28 @@ static int allreduce_init(const char *api, allreduce_init_fn *real_init, int lar
                        : real_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info,
                                    request);
         return mpi_pass_end(&pass, rc, NULL, 0);
+    }
+    /* The one-pass fixed route needs the library's own persistent all-reduce. */
+    int has_persistent_sum = large                                  ? HAS_MPI(Allreduce_init_c)
+                             : real_init == mpi->real.Allreduce_init ? HAS_MPI(Allreduce_init)
+                                                                     : 1;
+    struct pending *fixed =
+        has_persistent_sum ? one_pass_entry(&reduction, REPROD_COLLECTIVE_ALLREDUCE, count,
+                                            HAS_MPI(Allreduce_init_c), mpi_source(sendbuf, recvbuf),
+                                            recvbuf, reduction.ranks)
+                           : NULL;
+    if (fixed) {
+        fixed->persistent = 1;
+        fixed->how = "persistent all-reduce (int64 sum)";
+        mpi_count words = entry_words(fixed);
+        const void *in_place = (const void *)mpi->abi->in_place;
+        int rc = words > INT_MAX
+                     ? mpi->real.Allreduce_init_c(in_place, fixed->words, words,
+                                                  mpi->datatype_int64, mpi->op_sum, comm, info,
+                                                  request)
+                     : real_init(in_place, fixed->words, (int)words, mpi->datatype_int64,
+                                 mpi->op_sum, comm, info, request);
+        return started(fixed, request, rc);
     }
     struct pending *entry = mpi_pending_new(&reduction, count * reduction.ranks, 0, NULL);
     entry->persistent = 1;

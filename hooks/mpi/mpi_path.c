@@ -138,6 +138,8 @@ static mpi_count *chunk_layout(const struct mpi_reduction *reduction, mpi_count 
 int mpi_allreduce_path(struct mpi_reduction *reduction, const void *source, void *result,
                        mpi_count count)
 {
+    if (mpi_route(reduction, REPROD_COLLECTIVE_ALLREDUCE, count, 0) != REPROD_ROUTE_EXCHANGE)
+        return mpi_fixed_allreduce(reduction, source, result, count);
     char *blocks = NULL;
     void *raw = NULL;
     int rc;
@@ -170,6 +172,8 @@ int mpi_allreduce_path(struct mpi_reduction *reduction, const void *source, void
 int mpi_reduce_path(struct mpi_reduction *reduction, const void *source, void *result,
                     mpi_count count, int root)
 {
+    if (mpi_route(reduction, REPROD_COLLECTIVE_REDUCE, count, 0) != REPROD_ROUTE_EXCHANGE)
+        return mpi_fixed_reduce(reduction, source, result, count, root);
     int is_root = reduction->rank == root;
     char *blocks = NULL;
     void *raw = NULL;
@@ -215,6 +219,10 @@ int mpi_reduce_scatter_path(struct mpi_reduction *reduction, const void *source,
         offsets[r] = offset;
         offset += result_counts[r];
     }
+    if (mpi_route(reduction, REPROD_COLLECTIVE_REDUCE_SCATTER, offset, 0) != REPROD_ROUTE_EXCHANGE) {
+        free(offsets);
+        return mpi_fixed_reduce_scatter(reduction, source, result, result_counts);
+    }
     char *blocks = NULL;
     void *raw = NULL;
     int rc = exchange_chunks(reduction, source, result_counts, offsets, result, &blocks, &raw);
@@ -249,6 +257,8 @@ static char *scan_prefixes(struct mpi_reduction *reduction, char *blocks, mpi_co
 int mpi_scan_path(struct mpi_reduction *reduction, const void *source, void *result,
                   mpi_count count, int exclusive)
 {
+    if (mpi_route(reduction, REPROD_COLLECTIVE_SCAN, count, 1) != REPROD_ROUTE_EXCHANGE)
+        return mpi_fixed_scan(reduction, source, result, count, exclusive);
     int ranks = reduction->ranks, rank = reduction->rank;
     mpi_count *layout = chunk_layout(reduction, count);
     mpi_count *counts = layout, *offsets = layout + ranks;

@@ -1,9 +1,11 @@
 /* mpi_path.h: what the MPI hooks share: the decision, the accounting, the data movement and
  * the deterministic data paths.
  *
- * Only data moves through the real library (all-gather, all-to-all, gather: exact copies);
- * the arithmetic happens in one place, mpi_reduce_blocks, on N contributions laid side by
- * side. The blocking hooks (mpi.c), the nonblocking and persistent ones (mpi_nonblocking.c)
+ * Two routes (runtime/route.h), chosen per call. The exchange: only data moves through the
+ * real library (all-gather, all-to-all, gather: exact copies); the arithmetic happens in one
+ * place, mpi_reduce_blocks, on N contributions laid side by side. The fixed route
+ * (mpi_fixed.c): the library's own MAX of byte codes and int64 SUM of fixed-point words, the
+ * engine's split and rounding on either side. The blocking hooks (mpi.c), the nonblocking and persistent ones (mpi_nonblocking.c)
  * and completion (mpi_complete.c) share it. Counts are 64-bit throughout: the classic bindings
  * take int, MPI-4's large-count bindings (MPI_Allreduce_c, ...) take MPI_Count.
  */
@@ -13,6 +15,7 @@
 #include "common.h"
 #include "interpose/guard.h"
 #include "mpi/mpi_abi.h"
+#include "runtime/route.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -290,5 +293,35 @@ int mpi_reduce_scatter_path(struct mpi_reduction *reduction, const void *source,
                             const mpi_count result_counts[]);
 int mpi_scan_path(struct mpi_reduction *reduction, const void *source, void *result,
                   mpi_count count, int exclusive);
+
+/* ---- The fixed-point route (mpi_fixed.c) ----------------------------------------------- */
+
+/* The route of a call deciding EXACT: REPROD_ROUTE_EXCHANGE unless the type is one the engine
+ * splits (a predefined float, plain), the library has the route's own handles (MPI_MAX,
+ * MPI_INT8_T, MPI_INT64_T), and reprod_route_choose says so. `count` in MPI elements (the
+ * call's total); `one_pass`: the call can take only the one-pass form. The same on every rank. */
+enum reprod_route mpi_route(const struct mpi_reduction *reduction,
+                            enum reprod_collective collective, mpi_count count, int one_pass);
+
+/* The blocking paths on the fixed route, with the arguments of the exchange's (mpi_allreduce_path,
+ * ...): two passes (a scan: one, see mpi_fixed_scan). */
+int mpi_fixed_allreduce(struct mpi_reduction *reduction, const void *source, void *result,
+                        mpi_count count);
+int mpi_fixed_reduce(struct mpi_reduction *reduction, const void *source, void *result,
+                     mpi_count count, int root);
+int mpi_fixed_reduce_scatter(struct mpi_reduction *reduction, const void *source, void *result,
+                             const mpi_count result_counts[]);
+/* A scan takes the one-pass words: the codes of pass 1, reduced over every rank, do not
+ * describe a prefix (a prefix of zeros or finite terms would round as an infinity or +0). */
+int mpi_fixed_scan(struct mpi_reduction *reduction, const void *source, void *result,
+                   mpi_count count, int exclusive);
+
+/* The one-pass form: int64 words of `count` MPI elements (mpi_fixed_one_pass_words of them),
+ * split from a contribution, and the result of `terms` contributions rounded from their sums. */
+size_t mpi_fixed_one_pass_words(const struct mpi_reduction *reduction, mpi_count count);
+void mpi_fixed_one_pass_split(const struct mpi_reduction *reduction, const void *source,
+                              mpi_count count, int64_t *words);
+void mpi_fixed_one_pass_round(const struct mpi_reduction *reduction, int terms,
+                              const int64_t *sums, mpi_count count, void *result);
 
 #endif /* REPROD_MPI_PATH_H */

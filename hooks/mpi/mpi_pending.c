@@ -270,6 +270,13 @@ int mpi_pending_reduce(struct pending *entry)
     if (entry->reduced || !entry->out) return REPROD_MPI_OK;
     entry->reduced = 1;
     entry->reduction.start_ns = reprod_stats_clock_ns();
+    if (entry->words) {
+        uint64_t started = entry->reduction.timed ? reprod_clock_ns() : 0;
+        mpi_fixed_one_pass_round(&entry->reduction, entry->fixed_terms, entry->words,
+                                 entry->block_elements, entry->out);
+        if (entry->reduction.timed) entry->reduction.engine_ns += reprod_clock_ns() - started;
+        return REPROD_MPI_OK;
+    }
     return mpi_reduce_blocks(&entry->reduction, entry->blocks, entry->block_elements,
                              entry->block_count, entry->out);
 }

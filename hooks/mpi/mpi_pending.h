@@ -30,6 +30,10 @@ struct pending {
     int active;                     /* persistent: started and not yet completed */
     mpi_handle held_datatype;       /* a derived datatype whose MPI_Type_free waits, or 0 */
     mpi_handle held_op;             /* a user op whose MPI_Op_free waits, or 0 */
+    int64_t *words;                 /* the one-pass fixed route: this rank's words, summed in
+                                       place by the library; NULL: the blocks above */
+    int fixed_terms;                /* contributions in that sum (a scan: its prefix) */
+    int64_t *raw_words;             /* a reduce-scatter's: this rank's words of every element */
     int claimed;                    /* a thread is completing it (under the table's lock) */
     struct pending *next;           /* the bucket's chain */
 };

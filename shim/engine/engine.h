@@ -69,5 +69,11 @@ void reprod_engine_fixed_full_split(reprod_type type, int ranks, const void *ter
                                     int64_t *words);
 void reprod_engine_fixed_full_round(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
                                     size_t count, const int64_t *sums, void *result);
+/* The same for a prefix of a scan: the sums of `terms` contributions (1 <= terms <= ranks),
+ * split with the word of `ranks`. The two-pass layout cannot serve a prefix: its codes, reduced
+ * over every rank, would call a prefix of zeros or of finite terms an infinity or a +0. */
+void reprod_engine_fixed_full_round_prefix(reprod_type type, int ranks, int terms,
+                                           reprod_rounding dir, size_t count, const int64_t *sums,
+                                           void *result);
 
 #endif /* REPROD_ENGINE_H */

@@ -132,3 +132,16 @@ void reprod_engine_fixed_full_round(reprod_type type, reprod_op op, int ranks, r
                    engine_fixed_full_round(&f, sums + i * (size_t)e.words, word_bits, e, op,
                                            ranks, dir));
 }
+
+void reprod_engine_fixed_full_round_prefix(reprod_type type, int ranks, int terms,
+                                           reprod_rounding dir, size_t count, const int64_t *sums,
+                                           void *result)
+{
+    struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+    struct engine_fixed_element e = engine_fixed_full_element(&f, word_bits);
+    for (size_t i = 0; i < count; i++)
+        store_bits(type, result, i,
+                   engine_fixed_full_round_terms(&f, sums + i * (size_t)e.words, word_bits, e,
+                                                 REPROD_SUM, terms, dir));
+}

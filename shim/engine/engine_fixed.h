@@ -335,18 +335,29 @@ ENGINE_FUNCTION void engine_fixed_full_split(const struct engine_format *f, uint
     }
 }
 
+/* The result of one element from the summed one-pass words of `terms` contributions (a scan's
+ * prefix: fewer than the `ranks` whose count chose word_bits; every one for a whole sum). */
+ENGINE_FUNCTION uint64_t engine_fixed_full_round_terms(const struct engine_format *f,
+                                                       const int64_t *sums, int word_bits,
+                                                       struct engine_fixed_element e,
+                                                       reprod_op op, int terms,
+                                                       reprod_rounding dir)
+{
+    if (sums[0] != 0) return engine_fixed_special(f, sums[0]);
+    int64_t mask = (1ll << ENGINE_FIXED_COUNT_BITS) - 1;
+    int64_t negative_zeros = sums[1] & mask, positive_zeros = sums[1] >> ENGINE_FIXED_COUNT_BITS;
+    if (negative_zeros == terms) return engine_sign_bit(f);
+    if (positive_zeros == terms) return 0;
+    return engine_fixed_round_finite(f, sums + 2, e.words - 2, word_bits, e.base_exponent, op,
+                                     terms, dir);
+}
+
 ENGINE_FUNCTION uint64_t engine_fixed_full_round(const struct engine_format *f,
                                                  const int64_t *sums, int word_bits,
                                                  struct engine_fixed_element e, reprod_op op,
                                                  int ranks, reprod_rounding dir)
 {
-    if (sums[0] != 0) return engine_fixed_special(f, sums[0]);
-    int64_t mask = (1ll << ENGINE_FIXED_COUNT_BITS) - 1;
-    int64_t negative_zeros = sums[1] & mask, positive_zeros = sums[1] >> ENGINE_FIXED_COUNT_BITS;
-    if (negative_zeros == ranks) return engine_sign_bit(f);
-    if (positive_zeros == ranks) return 0;
-    return engine_fixed_round_finite(f, sums + 2, e.words - 2, word_bits, e.base_exponent, op,
-                                     ranks, dir);
+    return engine_fixed_full_round_terms(f, sums, word_bits, e, op, ranks, dir);
 }
 
 #endif /* REPROD_ENGINE_FIXED_H */

@@ -5,6 +5,7 @@
  *
  * after a first line "# reprod trace 1 rank=<r> world=<n> pid=<p>". A hash that does not
  * apply (a non-root's reduce result, a derived datatype with gaps) is written as "-".
+ * An MPI reduction's line ends in " route=exchange|fixed|fixed-one-pass" (how its sum moved).
  * REPROD_MODE=audit appends " differ=<elements> ulps=<n|nan>" to an audited call (action=audit;
  * out= is the native result the job received). A seeding call is a line of its own:
  *
@@ -172,6 +173,14 @@ static void write_record(const struct reprod_trace_record *record, const char *s
 void reprod_trace_write(const struct reprod_trace_record *record)
 {
     write_record(record, "");
+}
+
+void reprod_trace_write_route(const struct reprod_trace_record *record, const char *route)
+{
+    char word[48], suffix[64];
+    reprod_escape_word(route, word, sizeof word);
+    snprintf(suffix, sizeof suffix, " route=%s", word);
+    write_record(record, suffix);
 }
 
 void reprod_trace_write_audited(const struct reprod_trace_record *record, uint64_t differing,

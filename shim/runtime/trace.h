@@ -49,6 +49,10 @@ void reprod_trace_seed(const char *api, const char *policy, uint64_t seed_in, ui
  * write are reported once as a warning and never disturb the job. */
 void reprod_trace_write(const struct reprod_trace_record *record);
 
+/* reprod_trace_write with " route=<route>" appended: how the sum moved ("exchange", "fixed",
+ * "fixed-one-pass"; runtime/route.h), which `reprod diff` reads past. */
+void reprod_trace_write_route(const struct reprod_trace_record *record, const char *route);
+
 /* The fork child writes its own file. */
 void reprod_trace_reset_after_fork(void);
 

@@ -85,6 +85,9 @@ done
 expect_pass "shim ordered" 3 -x REPROD_MODE=ordered "$BIN" --ordered --init-thread
 expect_pass "shim ordered" 8 -x REPROD_MODE=ordered "$BIN" --ordered
 expect_pass "shim rounding down" 4 -x REPROD_ROUNDING=down "$BIN" --rounding=down --init-thread
+# The fixed-point route (issue 19) under every call, buffer and completion this program makes.
+expect_pass "shim fixed route, rounding down" 4 -x REPROD_ROUTE=fixed -x REPROD_ROUNDING=down \
+    "$BIN" --rounding=down
 
 # REPROD_STRICT=1: a float sum on an intercommunicator cannot be made deterministic. Natively
 # and under the shim without the setting, the same program runs to its end.

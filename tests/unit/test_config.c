@@ -183,8 +183,9 @@ Test(config, every_setting_shows_what_it_parsed)
     char *environment[] = {"REPROD_MODE=Ordered",     "REPROD_ROUNDING=up",  "REPROD_STRICT=1",
                            "REPROD_SEED_POLICY=rank", "REPROD_ENTROPY=0x10", "REPROD_LOG=/tmp/l.%p",
                            "REPROD_VERBOSE=2",        "REPROD_TRACE=/tmp/t", "REPROD_SCRATCH_MB=8",
-                           NULL};
-    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t", "8"};
+                           "REPROD_ROUTE=fixed",      NULL};
+    const char *shown[] = {"ordered", "up", "1", "rank", "16", "/tmp/l.%p", "2", "/tmp/t", "8",
+                           "fixed"};
     struct reprod_config config, defaults;
     char error[512], text[PATH_MAX + 16];
     char *nothing[] = {NULL};

@@ -1,0 +1,359 @@
+/* mpi_fixed.c: the fixed-point route of the MPI float sums (runtime/route.h, engine_fixed.h):
+ * the library's own MAX of two byte codes per element, then its own int64 SUM of fixed-point
+ * words, rounded once; and the one-pass form (one int64 SUM of words covering the type's whole
+ * range), which a scan and a nonblocking or persistent reduction use. The same bits as the
+ * exchange (mpi_path.c), with the messages and peers of the library's own algorithms: O(log N)
+ * where the library's are, and no buffer per peer. See docs/mpi.md, "How the data moves".
+ *
+ * Every rank cuts the call the same way, from the count alone (segments of pass 1) and from the
+ * reduced codes (pieces of pass 2), so their library calls line up; the scratch of one
+ * segment is bounded whatever the count, and no count handed to the library exceeds int.
+ */
+#include "mpi/mpi_path.h"
+
+#include "common.h"
+#include "engine/engine.h"
+#include "runtime/config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Configuration. */
+#define SEGMENT_ELEMENTS ((size_t)1 << 18) /* engine elements per pass 1 (512 KiB of codes) */
+#define PIECE_WORDS      ((size_t)1 << 22) /* int64 words per pass-2 call at most (32 MiB) */
+#define WORDS_KEPT       2                 /* words per element the first scratch holds */
+#define ALIGN(bytes)     (((bytes) + 63) / 64 * 64)
+
+enum reprod_route mpi_route(const struct mpi_reduction *reduction,
+                            enum reprod_collective collective, mpi_count count, int one_pass)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    if (reduction->action != REPROD_ACTION_EXACT || !reduction->plain ||
+        !reduction->type.predefined ||
+        reduction->type.element_class != REPROD_ELEMENT_ENGINE_FLOAT || count <= 0 ||
+        !mpi->op_max || !mpi->datatype_int8 || !mpi->datatype_int64)
+        return REPROD_ROUTE_EXCHANGE;
+    struct reprod_route_call call = {
+        .nccl = 0,
+        .collective = collective,
+        .ranks = reduction->ranks,
+        .count = (uint64_t)count * (uint64_t)reduction->type.engine_elements,
+        .type = reduction->type.engine_type,
+        .one_pass = one_pass,
+    };
+    return reprod_route_choose(&call);
+}
+
+/* One blocking call on the two-pass route. */
+struct fixed_run {
+    struct mpi_reduction *reduction;
+    reprod_type type;
+    size_t bytes; /* of one engine element */
+    reprod_rounding dir;
+    const char *source; /* this rank's contribution, engine elements */
+    char *result;       /* where this rank's result goes (NULL: none) */
+    uint8_t *codes;     /* a segment's codes, reduced */
+    size_t *offsets;    /* a piece's word offsets (engine_fixed_layout) */
+    int64_t *words;     /* room for word_capacity words */
+    size_t word_capacity;
+    void *words_raw;    /* words allocated beyond the first scratch, or NULL */
+    int words_per_word; /* words of room per word of a piece: 2 where the sums go beside */
+    int root;           /* MPI_Reduce */
+    const mpi_count *block_starts; /* reduce-scatter: rank r's block, in engine elements, is
+                                      [block_starts[r], block_starts[r + 1]) */
+    int *word_counts;   /* reduce-scatter: words per rank of a piece */
+    int (*pass2)(struct fixed_run *run, size_t first, size_t count, const uint8_t *codes,
+                 size_t total);
+};
+
+/* The engine's time (the summary's arithmetic) around `work`, when the call is timed. */
+#define ENGINE_TIMED(reduction, work)                                                              \
+    do {                                                                                           \
+        uint64_t started_ = (reduction)->timed ? reprod_clock_ns() : 0;                            \
+        work;                                                                                      \
+        if ((reduction)->timed) (reduction)->engine_ns += reprod_clock_ns() - started_;            \
+    } while (0)
+
+/* Room for `words` words (the first scratch, or memory of their own). */
+static void ensure_words(struct fixed_run *run, size_t words)
+{
+    if (words <= run->word_capacity) return;
+    mpi_scratch_release(run->words_raw);
+    void *extra = NULL;
+    mpi_scratch(run->reduction, 0, &run->words_raw, words * sizeof(int64_t), &extra);
+    run->words = extra;
+    run->word_capacity = words;
+}
+
+static int sum_words(struct fixed_run *run, const void *send, void *receive, size_t total)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    return mpi->real.Allreduce(send, receive, (int)total, mpi->datatype_int64, mpi->op_sum,
+                               run->reduction->comm);
+}
+
+static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
+                           const uint8_t *codes, size_t total)
+{
+    int ranks = run->reduction->ranks;
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
+    int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, total)
+                   : REPROD_MPI_OK;
+    if (rc == REPROD_MPI_OK)
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, run->words,
+                                               run->result + first * run->bytes));
+    return rc;
+}
+
+static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const uint8_t *codes,
+                        size_t total)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    int ranks = run->reduction->ranks, is_root = run->reduction->rank == run->root;
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
+    /* The root receives beside its words, not in place: MPICH 4.0's MPI_Reduce with
+     * MPI_IN_PLACE on a root other than 0 reads MPI_IN_PLACE as a buffer from 512 elements. */
+    int64_t *sums = run->words + total;
+    int rc = REPROD_MPI_OK;
+    if (total)
+        rc = mpi->real.Reduce(run->words, is_root ? sums : NULL, (int)total, mpi->datatype_int64,
+                              mpi->op_sum, run->root, run->reduction->comm);
+    if (rc == REPROD_MPI_OK && is_root)
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, sums,
+                                               run->result + first * run->bytes));
+    return rc;
+}
+
+/* `index` (engine elements) clamped into the piece [first, first + count), from its start. */
+static size_t in_piece(mpi_count index, size_t first, size_t count)
+{
+    if (index <= (mpi_count)first) return 0;
+    return (size_t)index >= first + count ? count : (size_t)index - first;
+}
+
+static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t count,
+                                const uint8_t *codes, size_t total)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    struct mpi_reduction *reduction = run->reduction;
+    int ranks = reduction->ranks, rank = reduction->rank;
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
+    for (int r = 0; r < ranks; r++) {
+        size_t low = in_piece(run->block_starts[r], first, count);
+        size_t high = in_piece(run->block_starts[r + 1], first, count);
+        run->word_counts[r] = (int)(run->offsets[high] - run->offsets[low]);
+    }
+    int64_t *mine = run->words + total;
+    int rc = REPROD_MPI_OK;
+    if (total)
+        rc = mpi->real.Reduce_scatter(run->words, mine, run->word_counts, mpi->datatype_int64,
+                                      mpi->op_sum, reduction->comm);
+    size_t low = in_piece(run->block_starts[rank], first, count);
+    size_t high = in_piece(run->block_starts[rank + 1], first, count);
+    if (rc == REPROD_MPI_OK && high > low) {
+        /* Our elements' own offsets, from our first word (the piece's are no longer needed). */
+        reprod_engine_fixed_layout(run->type, ranks, run->dir, codes + 2 * low, high - low,
+                                   run->offsets);
+        size_t at = first + low - (size_t)run->block_starts[rank];
+        ENGINE_TIMED(reduction, reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir,
+                                                          codes + 2 * low, high - low,
+                                                          run->offsets, mine,
+                                                          run->result + at * run->bytes));
+    }
+    return rc;
+}
+
+/* Pass 1: the MAX over the ranks of `bytes` unsigned codes, in place. The library reduces them
+ * as int8 with their top bit flipped (the same order): MPICH 4.0's MAX of MPI_UINT8_T and of
+ * MPI_UNSIGNED_CHAR answers wrongly, its MAX of MPI_INT8_T rightly. */
+static int max_of_codes(struct mpi_reduction *reduction, uint8_t *codes, size_t bytes)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    for (size_t i = 0; i < bytes; i++)
+        codes[i] ^= 0x80;
+    int rc = mpi->real.Allreduce((const void *)mpi->abi->in_place, codes, (int)bytes,
+                                 mpi->datatype_int8, mpi->op_max, reduction->comm);
+    for (size_t i = 0; i < bytes; i++)
+        codes[i] ^= 0x80;
+    return rc;
+}
+
+/* Pass 1 a segment at a time, pass 2 a piece at a time, `elements` engine elements. */
+static int run_segments(struct fixed_run *run, size_t elements)
+{
+    struct mpi_reduction *reduction = run->reduction;
+    int ranks = reduction->ranks;
+    size_t segment = elements < SEGMENT_ELEMENTS ? elements : SEGMENT_ELEMENTS;
+    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((segment + 1) * sizeof(size_t));
+    size_t kept = segment * WORDS_KEPT * (size_t)run->words_per_word;
+    void *raw = NULL, *extra = NULL;
+    mpi_scratch(reduction, 0, &raw, codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
+    run->codes = extra;
+    run->offsets = (size_t *)((char *)extra + codes_bytes);
+    run->words = (int64_t *)((char *)extra + codes_bytes + offsets_bytes);
+    run->word_capacity = kept;
+    run->words_raw = NULL;
+    int rc = REPROD_MPI_OK;
+    for (size_t start = 0; start < elements && rc == REPROD_MPI_OK; start += segment) {
+        size_t count = elements - start < segment ? elements - start : segment;
+        ENGINE_TIMED(reduction, reprod_engine_fixed_codes(
+                                    run->type, run->source + start * run->bytes, count, run->codes));
+        rc = max_of_codes(reduction, run->codes, 2 * count);
+        for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
+            const uint8_t *codes = run->codes + 2 * done;
+            size_t left = count - done;
+            size_t total = reprod_engine_fixed_layout(run->type, ranks, run->dir, codes, left,
+                                                      run->offsets);
+            size_t take = left;
+            if (total > PIECE_WORDS) { /* the same cut on every rank: the codes are */
+                take = 1;
+                while (take < left && run->offsets[take + 1] <= PIECE_WORDS)
+                    take++;
+                total = run->offsets[take];
+            }
+            ensure_words(run, total * (size_t)run->words_per_word);
+            rc = run->pass2(run, start + done, take, codes, total);
+            done += take;
+        }
+    }
+    mpi_scratch_release(run->words_raw);
+    mpi_scratch_release(raw);
+    return rc;
+}
+
+static void run_init(struct fixed_run *run, struct mpi_reduction *reduction, const void *source,
+                     void *result)
+{
+    memset(run, 0, sizeof *run);
+    run->reduction = reduction;
+    run->type = reduction->type.engine_type;
+    run->bytes = reprod_type_size(run->type);
+    run->dir = reprod_config()->rounding;
+    run->source = source;
+    run->result = result;
+    run->words_per_word = 1;
+}
+
+static size_t engine_count(const struct mpi_reduction *reduction, mpi_count count)
+{
+    return (size_t)count * (size_t)reduction->type.engine_elements;
+}
+
+int mpi_fixed_allreduce(struct mpi_reduction *reduction, const void *source, void *result,
+                        mpi_count count)
+{
+    struct fixed_run run;
+    run_init(&run, reduction, source, result);
+    run.pass2 = allreduce_pass2;
+    reduction->route = "fixed: MAX of codes, int64 SUM of words";
+    return run_segments(&run, engine_count(reduction, count));
+}
+
+int mpi_fixed_reduce(struct mpi_reduction *reduction, const void *source, void *result,
+                     mpi_count count, int root)
+{
+    struct fixed_run run;
+    run_init(&run, reduction, source, result);
+    run.pass2 = reduce_pass2;
+    run.words_per_word = 2;
+    run.root = root;
+    reduction->route = "fixed: MAX of codes, int64 SUM of words to the root";
+    return run_segments(&run, engine_count(reduction, count));
+}
+
+int mpi_fixed_reduce_scatter(struct mpi_reduction *reduction, const void *source, void *result,
+                             const mpi_count result_counts[])
+{
+    int ranks = reduction->ranks;
+    mpi_count *starts = mpi_allocate(reduction, sizeof(mpi_count) * (size_t)(ranks + 1));
+    int *word_counts = mpi_allocate(reduction, sizeof(int) * (size_t)ranks);
+    mpi_count total = 0;
+    for (int r = 0; r < ranks; r++) {
+        starts[r] = total * reduction->type.engine_elements;
+        total += result_counts[r];
+    }
+    starts[ranks] = total * reduction->type.engine_elements;
+    struct fixed_run run;
+    run_init(&run, reduction, source, result);
+    run.pass2 = reduce_scatter_pass2;
+    run.words_per_word = 2;
+    run.block_starts = starts;
+    run.word_counts = word_counts;
+    reduction->route = "fixed: MAX of codes, int64 reduce-scatter of words";
+    int rc = run_segments(&run, engine_count(reduction, total));
+    free(word_counts);
+    free(starts);
+    return rc;
+}
+
+/* ---- One pass: scans (blocking), and the nonblocking and persistent reductions ---------- */
+
+size_t mpi_fixed_one_pass_words(const struct mpi_reduction *reduction, mpi_count count)
+{
+    return engine_count(reduction, count) *
+           (size_t)reprod_engine_fixed_full_words(reduction->type.engine_type, reduction->ranks);
+}
+
+void mpi_fixed_one_pass_split(const struct mpi_reduction *reduction, const void *source,
+                              mpi_count count, int64_t *words)
+{
+    reprod_engine_fixed_full_split(reduction->type.engine_type, reduction->ranks, source,
+                                   engine_count(reduction, count), words);
+}
+
+void mpi_fixed_one_pass_round(const struct mpi_reduction *reduction, int terms,
+                              const int64_t *sums, mpi_count count, void *result)
+{
+    reprod_engine_fixed_full_round_prefix(reduction->type.engine_type, reduction->ranks, terms,
+                                          reprod_config()->rounding,
+                                          engine_count(reduction, count), sums, result);
+}
+
+int mpi_fixed_scan(struct mpi_reduction *reduction, const void *source, void *result,
+                   mpi_count count, int exclusive)
+{
+    const struct reprod_mpi *mpi = reprod_mpi();
+    reprod_type type = reduction->type.engine_type;
+    size_t bytes = reprod_type_size(type), elements = engine_count(reduction, count);
+    size_t per_element = (size_t)reprod_engine_fixed_full_words(type, reduction->ranks);
+    size_t piece = PIECE_WORDS / per_element;
+    if (piece > elements) piece = elements;
+    int receives = !exclusive || reduction->rank > 0;
+    int terms = exclusive ? reduction->rank : reduction->rank + 1;
+    void *raw = NULL, *extra = NULL;
+    mpi_scratch(reduction, 0, &raw, piece * per_element * sizeof(int64_t), &extra);
+    int64_t *words = extra;
+    const void *in_place = (const void *)mpi->abi->in_place;
+    reduction->route = "fixed one-pass: int64 prefix SUM of whole-range words";
+    int rc = REPROD_MPI_OK;
+    for (size_t first = 0; first < elements && rc == REPROD_MPI_OK; first += piece) {
+        size_t n = elements - first < piece ? elements - first : piece;
+        ENGINE_TIMED(reduction, reprod_engine_fixed_full_split(type, reduction->ranks,
+                                                               (const char *)source + first * bytes,
+                                                               n, words));
+        int words_count = (int)(n * per_element);
+        rc = exclusive ? mpi->real.Exscan(in_place, words, words_count, mpi->datatype_int64,
+                                          mpi->op_sum, reduction->comm)
+                       : mpi->real.Scan(in_place, words, words_count, mpi->datatype_int64,
+                                        mpi->op_sum, reduction->comm);
+        if (rc == REPROD_MPI_OK && receives)
+            ENGINE_TIMED(reduction, reprod_engine_fixed_full_round_prefix(
+                                        type, reduction->ranks, terms, reprod_config()->rounding,
+                                        n, words, (char *)result + first * bytes));
+    }
+    mpi_scratch_release(raw);
+    return rc;
+}
