@@ -3,7 +3,7 @@
 #   make          build/libreprod_shim.so and build/reprod
 #   make test     install missing Debian packages, build, run every test
 #   make fuzz     run the engine fuzzer for long (FUZZ_ITERATIONS, FUZZ_SEED)
-#   make bench    print the benchmark ratios
+#   make bench    print the benchmark ratios and the cost model's table (build/cost-model.png)
 #   make demo     run the example job natively and under the shim
 #   make readme   write the table of settings into README.md
 
@@ -490,7 +490,7 @@ test-tsan: deps
 	@tools/run-sanitize thread $(BUILD)/tsan
 
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@$(MAKE) --no-print-directory all $(BENCH_BIN) $(BUILD)/tests/mpi/cost_counts
 	@tools/run-bench
 
 demo: deps

@@ -9,6 +9,9 @@
  *   reprod doctor -- CMD       what the shim reached in CMD and what it could not (doctor.c)
  *   reprod diff <trace-dir-a> <trace-dir-b>
  *                              where two runs traced with REPROD_TRACE part, and which side
+ *   reprod cost --ranks N --bytes M --type T
+ *                              what one all-reduce costs a rank, natively and under the shim,
+ *                              in the cost model (cost.c, shim/runtime/cost.h)
  *   reprod version
  */
 #include "runtime/config.h"
@@ -30,6 +33,7 @@ static const char usage_text[] =
     "       reprod doctor -- CMD...\n"
     "       reprod plan --global-batch G --micro-batch M [--world-sizes 1,2,4,8]\n"
     "       reprod diff <trace-dir-a> <trace-dir-b>\n"
+    "       reprod cost --ranks N --bytes M --type T [options]\n"
     "       reprod version\n"
     "`reprod COMMAND --help` describes each command.\n";
 
@@ -273,6 +277,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0)
         return fputs(usage_text, stdout), 0;
     if (strcmp(argv[1], "plan") == 0) return plan(argc - 2, argv + 2);
+    if (strcmp(argv[1], "cost") == 0) return reprod_cost_command(argc - 2, argv + 2);
     if (strcmp(argv[1], "diff") == 0) return reprod_diff_command(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") == 0) return reprod_run_command(argc - 2, argv + 2);
     if (strcmp(argv[1], "doctor") == 0) return reprod_doctor_command(argc - 2, argv + 2);

@@ -14,6 +14,9 @@ int reprod_run_command(int argc, char **argv);
 /* `reprod doctor -- CMD...` (doctor.c). */
 int reprod_doctor_command(int argc, char **argv);
 
+/* `reprod cost --ranks N --bytes M --type T ...` (cost.c): the cost model's two lines. */
+int reprod_cost_command(int argc, char **argv);
+
 /* The shim beside the reprod binary (its absolute path into path[0 .. path_bytes)): 0, or -1
  * when there is none. */
 int reprod_shim_path(char *path, size_t path_bytes);

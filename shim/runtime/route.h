@@ -53,6 +53,11 @@ struct reprod_route_call {
  * engine cannot serve (ranks >= 2^21) is never chosen. */
 enum reprod_route reprod_route_choose(const struct reprod_route_call *call);
 
+/* The route the cost model (cost.h) chooses for `call` on its default machine, whatever
+ * REPROD_ROUTE says: the exchange up to 16 ranks where the model finds it faster, the fixed
+ * route (one-pass for a call that cannot wait) otherwise. */
+enum reprod_route reprod_route_by_model(const struct reprod_route_call *call);
+
 /* Its name for logs and traces: "exchange", "fixed", "fixed one-pass". */
 const char *reprod_route_name(enum reprod_route route);
 
