@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* Configuration. */
-#define SEGMENT_ELEMENTS ((size_t)1 << 18) /* engine elements per pass 1 (512 KiB of codes) */
+#define SEGMENT_ELEMENTS ((size_t)1 << 21) /* engine elements per pass 1 (4 MiB of codes) */
 #define PIECE_WORDS      ((size_t)1 << 22) /* int64 words per pass-2 call at most (32 MiB) */
 #define WORDS_KEPT       2                 /* words per element the first scratch holds */
 #define ALIGN(bytes)     (((bytes) + 63) / 64 * 64)

@@ -13,7 +13,7 @@
 
 /* The fixed route's cut of a call (hooks/mpi/mpi_fixed.c's SEGMENT_ELEMENTS and PIECE_WORDS):
  * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
-#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 18)
+#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 21)
 #define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
 
 /* ---- The machine ------------------------------------------------------------------------- */

@@ -53,7 +53,7 @@ for np in 2 5; do
     done
 done
 ompi ompi.8.nearest 8 fixed nearest
-# np=3 with large calls: 2^18 + 77 floats (two segments of pass 1), double terms across the
+# np=3 with large calls: 2^21 + 77 floats (two segments of pass 1), double terms across the
 # whole binary64 range (about 35 words an element: two pieces of pass 2).
 program_args=(--large)
 ompi ompi.3.nearest 3 fixed nearest
