@@ -44,6 +44,17 @@ def wrapped(function):
     return hasattr(function, MARK)
 
 
+def from_version1_text(frame):
+    """Whether random.Random.seed called from `frame` turned a str or bytes seed into this
+    integer (version=1: its local x holds the hash; version 2 makes integers of more than 512
+    bits, which pass anyway)."""
+    code = frame.f_code
+    if code.co_name != "seed" or "x" not in code.co_varnames or "version" not in code.co_varnames:
+        return False
+    variables = frame.f_locals
+    return variables.get("version") == 1 and "x" in variables
+
+
 def wrap_random(module):
     # _random.Random.seed, the C method behind random.seed, Random(s), Random.seed(s) and any
     # subclass that calls super().seed(): random.py turns str/bytes seeds (version 2) into
@@ -53,10 +64,12 @@ def wrap_random(module):
     if wrapped(original):
         return
 
+    get_frame = _modules["sys"]._getframe
+
     def seed(self, *args, **kwargs):
         if len(args) == 1 and not kwargs:
             value = integer_seed(args[0], LIMIT64)
-            if value is not None:
+            if value is not None and not from_version1_text(get_frame(1)):
                 args = (_derive(RANDOM, value),)
         return original(self, *args, **kwargs)
 
