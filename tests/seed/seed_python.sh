@@ -210,3 +210,36 @@ for python in "$PYTHON" $OTHER; do
     [ "$got" = "$expected" ] || fail "$python: the program sees a difference: $(diff <(echo "$expected" | tr ',' '\n') <(echo "$got" | tr ',' '\n'))"
 done
 ok "sys.path, os.environ, sys.modules (order included), meta path and path hooks as without the shim; no output"
+
+# A program embedding Python (linked with a shared libpython, here the other CPython's): the
+# shim's hook is in place before Py_Initialize. After Py_FinalizeEx the runtime drops its audit
+# hooks: a second Py_Initialize runs natively (docs/seeding.md says so; pinned here).
+libdir=$([ -n "$OTHER" ] && "$OTHER" -c 'import sysconfig as c; print(c.get_config_var("LIBDIR") if c.get_config_var("Py_ENABLE_SHARED") else "")' 2>/dev/null)
+library=$([ -n "$libdir" ] && "$OTHER" -c 'import sysconfig as c; print(c.get_config_var("LDLIBRARY"))')
+if [ -n "$libdir" ] && [ -f "$libdir/$library" ] && command -v "${CC:-cc}" >/dev/null; then
+    cat >"$work/embed.c" <<'PROGRAM'
+int Py_Initialize(void);
+int PyRun_SimpleString(const char *command);
+int Py_FinalizeEx(void);
+int main(void)
+{
+    for (int i = 0; i < 2; i++) {
+        Py_Initialize();
+        PyRun_SimpleString("import random; random.seed(42); print(random.random(), flush=True)");
+        Py_FinalizeEx();
+    }
+    return 0;
+}
+PROGRAM
+    "${CC:-cc}" "$work/embed.c" -o "$work/embed" "$libdir/$library" -Wl,-rpath,"$libdir" ||
+        fail "could not build the embedding program against $libdir/$library"
+    home=$("$OTHER" -c 'import sys; print(sys.base_prefix)')
+    got=$(PYTHONHOME=$home under_shim "$work/embed")
+    first=$(native "$OTHER" -c "import random; random.seed($(derive hash 0 64 42)); print(random.random())")
+    second=$(native "$OTHER" -c "import random; random.seed(42); print(random.random())")
+    [ "$got" = "$first
+$second" ] || fail "embedded Python: got '$got', expected '$first' then (after Py_FinalizeEx) '$second'"
+    ok "a program embedding libpython: derived; a second Py_Initialize after Py_FinalizeEx: native"
+else
+    skip_part "the embedding part: no shared libpython beside $PYTHON"
+fi
