@@ -99,6 +99,24 @@ $expected" ] || fail "ctypes.CDLL(shim) changed a generator or derives otherwise
 ! grep -q "seed:" "$work/log" || fail "ctypes.CDLL(shim): seeding calls logged: $(cat "$work/log")"
 ok "ctypes.CDLL(shim): no generator changed; reprod_seed_derive(42, 0, hash) = 13679457532755275413"
 
+# Traces: each Python seeding call is a trace line, and `reprod diff` of two runs seeded 42 and
+# 43 names random's seeding call.
+for seed in 42 43; do
+    under_shim RANK=0 REPROD_TRACE="$work/trace$seed" "$PYTHON" -c "
+import random, numpy
+random.seed($seed); numpy.random.default_rng(7); numpy.random.seed(7)" || fail "traced run $seed failed"
+done
+trace=$(cat "$work/trace42/rank0.trace")
+for line in "seq=1 api=random.Random.seed action=seed detail=hash count=0 ranks=0 in=000000000000002a out=$(printf '%016x' "$(derive hash 0 64 42)")" \
+    "seq=2 api=numpy.random.SeedSequence action=seed detail=hash count=0 ranks=0 in=0000000000000007 out=$(printf '%016x' "$(derive hash 0 64 7)")" \
+    "seq=3 api=numpy.random.RandomState.seed action=seed detail=hash count=0 ranks=0 in=0000000000000007 out=$(printf '%016x' "$(derive hash 0 32 7)")"; do
+    grep -qxF "$line" <<<"$trace" || fail "trace line '$line' missing: $trace"
+done
+out=$("$BUILD/reprod" diff "$work/trace42" "$work/trace43")
+grep -q "the runs were seeded differently at call 1 of rank 0 (random.Random.seed)" <<<"$out" ||
+    fail "reprod diff does not name random's seeding call: $out"
+ok "traces list random, SeedSequence and legacy seeding calls; reprod diff names them"
+
 # A seed the shim produced is not derived twice: random.seed(d) with the d it made of 42.
 d=$(derive hash 0 64 42)
 got=$(under_shim REPROD_VERBOSE=2 "$PYTHON" -c "
@@ -165,14 +183,15 @@ from mpi4py import MPI
 import random, numpy
 rank = MPI.COMM_WORLD.Get_rank()
 random.seed(42 + rank); numpy.random.seed(42 + rank)
-print("rank", rank, random.random(), numpy.random.random())' 2>&1) || fail "mpirun with mpi4py failed: $log"
+print("rank", rank, random.random(), numpy.random.random())' 2>&1 >"$work/mpi_out") ||
+        fail "mpirun with mpi4py failed: $log"
     for rank in 0 1; do
         d64=$(derive rank $rank 64 $((42 + rank)))
         d32=$(derive rank $rank 32 $((42 + rank)))
         echo "$log" | grep -qxF "reprod[$rank]: seed: random.Random.seed $((42 + rank)) -> $d64 (policy rank, rank $rank from the library)" ||
             fail "mpirun rank $rank: random.seed not derived with the rank from MPI: $log"
         want=$(native "$PYTHON" -c "import random, numpy; random.seed($d64); numpy.random.seed($d32); print('rank', $rank, random.random(), numpy.random.random())")
-        echo "$log" | grep -qxF "$want" || fail "mpirun rank $rank: expected '$want': $log"
+        grep -qxF "$want" "$work/mpi_out" || fail "mpirun rank $rank: expected '$want': $(cat "$work/mpi_out")"
     done
     ok "mpirun -np 2 with mpi4py, policy rank: the rank from MPI, random and NumPy as the reference derives"
 else
