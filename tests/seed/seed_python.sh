@@ -230,12 +230,17 @@ for python in "$PYTHON" $OTHER; do
 done
 ok "sys.path, os.environ, sys.modules (order included), meta path and path hooks as without the shim; no output"
 
-# A program embedding Python (linked with a shared libpython, here the other CPython's): the
-# shim's hook is in place before Py_Initialize. After Py_FinalizeEx the runtime drops its audit
-# hooks: a second Py_Initialize runs natively (docs/seeding.md says so; pinned here).
-libdir=$([ -n "$OTHER" ] && "$OTHER" -c 'import sysconfig as c; print(c.get_config_var("LIBDIR") if c.get_config_var("Py_ENABLE_SHARED") else "")' 2>/dev/null)
-library=$([ -n "$libdir" ] && "$OTHER" -c 'import sysconfig as c; print(c.get_config_var("LDLIBRARY"))')
-if [ -n "$libdir" ] && [ -f "$libdir/$library" ] && command -v "${CC:-cc}" >/dev/null; then
+# A program embedding Python (linked with a shared libpython: Debian's, from the libpython3.11
+# package, else the other CPython's): the shim's hook is in place before Py_Initialize. After
+# Py_FinalizeEx the runtime drops its audit hooks: a second Py_Initialize runs natively
+# (docs/seeding.md says so; pinned here).
+embedded=""
+for python in "$PYTHON" $OTHER; do
+    library=$("$python" -c 'import sysconfig as c, os; v = c.get_config_var
+print(os.path.join(v("LIBDIR"), v("INSTSONAME")) if v("Py_ENABLE_SHARED") else "")' 2>/dev/null)
+    if [ -n "$library" ] && [ -f "$library" ]; then embedded=$python; break; fi
+done
+if [ -n "$embedded" ] && command -v "${CC:-cc}" >/dev/null; then
     cat >"$work/embed.c" <<'PROGRAM'
 int Py_Initialize(void);
 int PyRun_SimpleString(const char *command);
@@ -250,15 +255,15 @@ int main(void)
     return 0;
 }
 PROGRAM
-    "${CC:-cc}" "$work/embed.c" -o "$work/embed" "$libdir/$library" -Wl,-rpath,"$libdir" ||
-        fail "could not build the embedding program against $libdir/$library"
-    home=$("$OTHER" -c 'import sys; print(sys.base_prefix)')
+    "${CC:-cc}" "$work/embed.c" -o "$work/embed" "$library" -Wl,-rpath,"$(dirname "$library")" ||
+        fail "could not build the embedding program against $library"
+    home=$("$embedded" -c 'import sys; print(sys.base_prefix)')
     got=$(PYTHONHOME=$home under_shim "$work/embed")
-    first=$(native "$OTHER" -c "import random; random.seed($(derive hash 0 64 42)); print(random.random())")
-    second=$(native "$OTHER" -c "import random; random.seed(42); print(random.random())")
+    first=$(native "$embedded" -c "import random; random.seed($(derive hash 0 64 42)); print(random.random())")
+    second=$(native "$embedded" -c "import random; random.seed(42); print(random.random())")
     [ "$got" = "$first
 $second" ] || fail "embedded Python: got '$got', expected '$first' then (after Py_FinalizeEx) '$second'"
-    ok "a program embedding libpython: derived; a second Py_Initialize after Py_FinalizeEx: native"
+    ok "a program embedding $library: derived; a second Py_Initialize after Py_FinalizeEx: native"
 else
-    skip_part "the embedding part: no shared libpython beside $PYTHON"
+    skip_part "the embedding part: no shared libpython (Debian's package libpython3.11) or no C compiler"
 fi
