@@ -186,11 +186,13 @@ static void wrap_module(python_object *name)
                  python.PyDict_SetItemString(globals, "_modules", python.PyImport_GetModuleDict());
     for (size_t i = 0; !failed && i < REPROD_ARRAY_LENGTH(python_methods); i++) {
         python_object *function = python.PyCFunction_NewEx(&python_methods[i], NULL, NULL);
-        failed = !function || python.PyDict_SetItemString(globals, python_methods[i].name, function);
+        failed =
+            !function || python.PyDict_SetItemString(globals, python_methods[i].name, function);
         if (function) python.Py_DecRef(function);
     }
     python_object *code =
-        failed ? NULL : python.Py_CompileString(reprod_python_bootstrap, "<reprod>", PYTHON_FILE_INPUT);
+        failed ? NULL
+               : python.Py_CompileString(reprod_python_bootstrap, "<reprod>", PYTHON_FILE_INPUT);
     python_object *ran = code ? python.PyEval_EvalCode(code, globals, globals) : NULL;
     python_object *wrap = ran ? python.PyDict_GetItemString(globals, "wrap") : NULL;
     python_object *done = wrap ? python.PyObject_CallFunctionObjArgs(wrap, name, NULL) : NULL;
