@@ -267,3 +267,28 @@ $second" ] || fail "embedded Python: got '$got', expected '$first' then (after P
 else
     skip_part "the embedding part: no shared libpython (Debian's package libpython3.11) or no C compiler"
 fi
+
+# When the Python side cannot wrap (a NumPy without the private names it uses, a module that
+# refuses the wrapper), the program runs as without the shim, and one warning says which seeds
+# pass unchanged.
+mkdir -p "$work/odd/numpy/random" "$work/odd/jax"
+printf '__version__ = "0-standin"\nfrom . import random\n' >"$work/odd/numpy/__init__.py"
+printf 'def seed(s):\n    return s\n' >"$work/odd/numpy/random/__init__.py"
+printf 'from jax import random\n' >"$work/odd/jax/__init__.py"
+cat >"$work/odd/jax/random.py" <<'PROGRAM'
+import sys
+class Frozen:
+    def PRNGKey(self, seed):
+        return seed
+    def __setattr__(self, name, value):
+        raise AttributeError("frozen")
+sys.modules[__name__] = Frozen()
+PROGRAM
+got=$(cd "$work/odd" && under_shim "$PYTHON" -c 'import numpy, jax.random; print(numpy.random.seed(5), jax.random.PRNGKey(5))' 2>"$work/err") ||
+    fail "a program whose modules the shim cannot wrap failed: $(cat "$work/err")"
+[ "$got" = "5 5" ] || fail "unwrappable modules: the program printed '$got', expected '5 5'"
+warnings="reprod[0]: warning: python: numpy.random.bit_generator._coerce_to_uint32_array not found (NumPy 0-standin): SeedSequence seeds pass unchanged
+reprod[0]: warning: python: numpy.random._mt19937.MT19937._legacy_seeding not found (NumPy 0-standin): np.random.seed and RandomState seeds pass unchanged
+reprod[0]: warning: python: jax.random: seeds pass unchanged (AttributeError: frozen)"
+[ "$(cat "$work/err")" = "$warnings" ] || fail "unwrappable modules: stderr $(cat "$work/err")"
+ok "modules the shim cannot wrap: the program runs as without it, one warning each"
