@@ -169,16 +169,26 @@ static struct python_method_def python_methods[] = {
     {"_warn", python_warn, PYTHON_METH_VARARGS, NULL},
 };
 
-/* Import module `name` (a str) and let the Python side wrap its entry points. Any exception is
- * cleared: a failed import is raised again by the import it came from, as without the shim. */
-static void wrap_module(python_object *name)
+/* Optional (CPython 3.9+): with them the main interpreter compiles the Python side once, not at
+ * each of the modules' imports (compiling it is most of the hook's cost). */
+static struct {
+    void *(*PyInterpreterState_Get)(void);
+    void *(*PyInterpreterState_Main)(void);
+} interpreters;
+/* The Python side's namespace in the main interpreter, kept; dropped (not freed: the runtime
+ * frees its objects) when the runtime clears its audit hooks, as Py_FinalizeEx does. */
+static python_object *main_namespace;
+
+/* A new reference to the Python side's namespace (its functions, compiled and run) in the
+ * running interpreter, or NULL with the exception cleared. */
+static python_object *python_side(void)
 {
-    python_object *module = python.PyImport_ImportModuleLevelObject(name, NULL, NULL, NULL, 0);
-    if (!module) {
-        python.PyErr_Clear();
-        return;
+    int in_main = interpreters.PyInterpreterState_Get && interpreters.PyInterpreterState_Main &&
+                  interpreters.PyInterpreterState_Get() == interpreters.PyInterpreterState_Main();
+    if (in_main && main_namespace) {
+        python.Py_IncRef(main_namespace);
+        return main_namespace;
     }
-    python.Py_DecRef(module);
     python_object *globals = python.PyDict_New();
     python_object *builtins = python.PyImport_AddModule("builtins");
     int failed = !globals || !builtins ||
@@ -194,7 +204,32 @@ static void wrap_module(python_object *name)
         failed ? NULL
                : python.Py_CompileString(reprod_python_bootstrap, "<reprod>", PYTHON_FILE_INPUT);
     python_object *ran = code ? python.PyEval_EvalCode(code, globals, globals) : NULL;
-    python_object *wrap = ran ? python.PyDict_GetItemString(globals, "wrap") : NULL;
+    if (ran) python.Py_DecRef(ran);
+    if (code) python.Py_DecRef(code);
+    if (!ran) {
+        python.PyErr_Clear();
+        if (globals) python.Py_DecRef(globals);
+        return NULL;
+    }
+    if (in_main) {
+        python.Py_IncRef(globals);
+        main_namespace = globals;
+    }
+    return globals;
+}
+
+/* Import module `name` (a str) and let the Python side wrap its entry points. Any exception is
+ * cleared: a failed import is raised again by the import it came from, as without the shim. */
+static void wrap_module(python_object *name)
+{
+    python_object *module = python.PyImport_ImportModuleLevelObject(name, NULL, NULL, NULL, 0);
+    if (!module) {
+        python.PyErr_Clear();
+        return;
+    }
+    python.Py_DecRef(module);
+    python_object *globals = python_side();
+    python_object *wrap = globals ? python.PyDict_GetItemString(globals, "wrap") : NULL;
     python_object *done = wrap ? python.PyObject_CallFunctionObjArgs(wrap, name, NULL) : NULL;
     if (!done) {
         python.PyErr_Clear();
@@ -202,14 +237,14 @@ static void wrap_module(python_object *name)
                                     "random and NumPy pass unchanged");
     }
     if (done) python.Py_DecRef(done);
-    if (ran) python.Py_DecRef(ran);
-    if (code) python.Py_DecRef(code);
     if (globals) python.Py_DecRef(globals);
 }
 
 static int audit_hook(const char *event, python_object *args, void *user_data)
 {
     (void)user_data;
+    if (event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
+        main_namespace = NULL; /* the interpreter is going */
     if (event[0] != 'i' || strcmp(event, "import") != 0) return 0;
     python_object *name = python.PyTuple_GetItem(args, 0);
     const char *text = name ? python.PyUnicode_AsUTF8(name) : NULL;
@@ -245,5 +280,7 @@ __attribute__((constructor)) static void python_install(void)
         }
         if (i == 1 && python.Py_IsInitialized()) return; /* loaded by a running interpreter */
     }
+    interpreters.PyInterpreterState_Get = reprod_dlsym(RTLD_DEFAULT, "PyInterpreterState_Get");
+    interpreters.PyInterpreterState_Main = reprod_dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
     python.PySys_AddAuditHook(audit_hook, NULL);
 }
