@@ -15,11 +15,11 @@
  * for a module that is not in sys.modules) of a few names: `_random` (imported by random.py in
  * any way random is imported), `numpy.random`, `jax.random`, `tensorflow`. It then imports that
  * module itself (the import that was about to happen, at the same place: nested imports are what
- * the import system does anyway) and hands it to the Python side (python_bootstrap.py, run in a
- * private namespace), which wraps the seeding entry points; the outer import then finds the
- * module loaded. The wrappers call back here (python_derive) for the derivation, so policy, rank,
- * log, counts, traces and the record of seeds the shim produced are those of every other hook.
- * Any other event costs a comparison of the event's first byte.
+ * the import system does anyway) and hands it to the Python side (python_bootstrap.py, compiled
+ * into a private namespace, once in the main interpreter), which wraps the seeding entry points;
+ * the outer import then finds the module loaded. The wrappers call back here (python_derive) for
+ * the derivation, so policy, rank, log, counts, traces and the record of seeds the shim produced
+ * are those of every other hook. Any other event costs a comparison of the event's first byte.
  */
 #include "common.h"
 #include "interpose/init.h"
