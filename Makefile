@@ -110,7 +110,8 @@ KERNEL_PTX  := $(patsubst code=compute_%,%,$(filter code=compute_%,$(subst $(com
 SHIM_SRC  := $(sort $(wildcard shim/*/*.c))
 HOOK_SRC  := $(sort $(wildcard hooks/*/*.c hooks/*/*/*.c))
 SHIM_OBJ  := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o) $(if $(NVCC),$(BUILD)/obj/shim/device/cuda_image.o)
-HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
+# Python's side of the Python seeding hook (hooks/seeding/python.c), embedded as a string.
+HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/hooks/seeding/python_bootstrap.o
 
 SHIM      := $(BUILD)/libreprod_shim.so
 CORE      := $(BUILD)/libreprod_core.a
@@ -218,6 +219,11 @@ $(KERNEL_FATBIN): $(KERNEL_SRC) tests/gpu/kernel_limits.sh $(CONFIG)/nvcc
 $(BUILD)/obj/shim/device/cuda_image.o: shim/device/cuda_image.S $(KERNEL_FATBIN) $(CONFIG)/cc
 	@mkdir -p $(dir $@)
 	$(CC) -c -DREPROD_FATBIN='"$(KERNEL_FATBIN)"' $< -o $@
+
+$(BUILD)/obj/hooks/seeding/python_bootstrap.o: hooks/seeding/python_bootstrap.S \
+    hooks/seeding/python_bootstrap.py $(CONFIG)/cc
+	@mkdir -p $(dir $@)
+	$(CC) -c -DREPROD_PYTHON_BOOTSTRAP='"hooks/seeding/python_bootstrap.py"' $< -o $@
 
 # -z defs: every symbol the shim uses must come from libc, libdl, libpthread or libm; MPI,
 # NCCL, CUDA and PyTorch are reached through dlsym at run time only.

@@ -8,9 +8,13 @@ Each step takes a global batch of a fixed number of micro-batches of a fixed siz
 ranks in blocks; a rank computes each of its micro-batches' gradients, sums them, and the sum of
 those sums over the ranks (one MPI_Allreduce, MPI_SUM) is the step's gradient. Rank 0 prints
 `step <i> loss <float.hex()>` per step and, last, `weights <sha256 of the final parameters>`.
+
+Three generators, seeded as such scripts seed them: NumPy shuffles (default_rng), Python's
+random augments (a random brightness per sample), PyTorch initialises and draws dropout masks.
 """
 import argparse
 import hashlib
+import random
 
 import numpy as np
 import torch
@@ -52,13 +56,16 @@ def main():
     for step in range(args.steps):
         # Shuffling and dropout are seeded per step and per micro-batch, never per rank: the
         # same micro-batches, with the same masks, whatever the world size.
-        order = np.random.RandomState(args.seed + step).permutation(len(labels))[:global_batch]
+        order = np.random.default_rng(args.seed + step).permutation(len(labels))[:global_batch]
         total = np.zeros(sum(sizes) + 1, dtype=np.float64)  # gradients, then the loss
         for micro in mine:
             index = torch.from_numpy(order[micro * args.micro_batch : (micro + 1) * args.micro_batch])
-            torch.manual_seed(args.seed * 1000003 + step * args.micro_batches + micro)
+            seed = args.seed * 1000003 + step * args.micro_batches + micro
+            augment = random.Random(seed)  # augmentation: each sample's brightness
+            brightness = torch.tensor([augment.uniform(0.9, 1.1) for _ in index]).reshape(-1, 1)
+            torch.manual_seed(seed)
             model.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(inputs[index]), labels[index])
+            loss = torch.nn.functional.cross_entropy(model(inputs[index] * brightness), labels[index])
             loss.backward()
             gradient = torch.cat([p.grad.reshape(-1) for p in params] + [loss.detach().reshape(1)])
             total += gradient.numpy()  # float32 terms summed in float64: exact (docs/design.md)
