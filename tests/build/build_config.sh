@@ -73,7 +73,8 @@ ok "nothing changed: nothing rebuilt"
 
 # 2. nvcc (a stand-in: its version is what it prints): a change remakes the kernels alone.
 # Its output passes the build's kernel check (tests/gpu/kernel_limits.sh): ptxas's report of
-# the kernel's stack on stderr, and a fatbin of one empty PTX entry for compute_100.
+# each kernel's stack on stderr (the reduction and the fixed route's stages), and a fatbin of
+# one empty PTX entry for compute_100.
 {
     printf '\x50\xed\x55\xba\x01\x00\x10\x00\x40\x00\x00\x00\x00\x00\x00\x00'
     printf '\x01\x00\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00'
@@ -88,6 +89,8 @@ cat >"$tmp/nvcc" <<'EOF'
 [ "$1" = --version ] && { echo "Cuda compilation tools, release $(cat "$0.release")"; exit 0; }
 echo "ptxas info    : Compiling entry function 'reprod_reduce' for 'sm_90'" >&2
 echo "ptxas info    : Used 40 registers, 848 bytes cumulative stack size" >&2
+echo "ptxas info    : Compiling entry function 'reprod_fixed' for 'sm_90'" >&2
+echo "ptxas info    : Used 38 registers, 480 bytes cumulative stack size" >&2
 while [ $# -gt 1 ]; do [ "$1" = -o ] && { cp "$0.fatbin" "$2"; exit 0; }; shift; done
 exit 1
 EOF
