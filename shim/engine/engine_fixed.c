@@ -80,6 +80,7 @@ FIXED_INLINE struct engine_fixed_element element_at(const struct engine_format *
 {
     struct engine_fixed_element e = {(int)(offsets[i + 1] - offsets[i]), 0};
     unsigned hi = codes[2 * i];
+    if (hi == ENGINE_FIXED_HI_ZEROS) e.base_exponent = codes[2 * i + 1] != 0; /* a -0 among them */
     if (hi >= ENGINE_FIXED_FIRST_BUCKET && hi != ENGINE_FIXED_HI_SPECIAL) {
         int bias = (1 << (f->exponent_bits - 1)) - 1;
         unsigned lowest = ENGINE_FIXED_LAST_BUCKET - codes[2 * i + 1];

@@ -112,8 +112,10 @@ ENGINE_FUNCTION void engine_fixed_codes(const struct engine_format *f, uint64_t 
     int field = (int)(magnitude >> fraction_bits);
     if (magnitude >= engine_inf_bits(f)) {
         *hi = ENGINE_FIXED_HI_SPECIAL, *lo = 0;
-    } else if (magnitude == 0) {
-        *hi = (bits & sign) ? ENGINE_FIXED_HI_NEGATIVE_ZEROS : ENGINE_FIXED_HI_ZEROS, *lo = 0;
+    } else if (magnitude == 0) { /* a -0 also raises lo to 1: "a -0 among the terms" */
+        int negative = (bits & sign) != 0;
+        *hi = negative ? ENGINE_FIXED_HI_NEGATIVE_ZEROS : ENGINE_FIXED_HI_ZEROS;
+        *lo = (uint8_t)negative;
     } else {
         unsigned bucket = engine_fixed_bucket(f, field);
         *hi = (uint8_t)bucket, *lo = (uint8_t)(ENGINE_FIXED_LAST_BUCKET - bucket);
@@ -121,17 +123,20 @@ ENGINE_FUNCTION void engine_fixed_codes(const struct engine_format *f, uint64_t 
 }
 
 /* The element's layout from its reduced codes: K words and the base exponent. Zeros take no
- * word, except under rounding down (one word counts the -0 terms); an infinity or NaN one
- * word of counts. */
+ * word (for zeros only, base_exponent says whether a -0 was among them: lo, which a -0 raises
+ * to 1; for an element with finite terms that 1 only lowers B, which stays exact); an
+ * infinity or NaN one word of counts. The layout does not depend on the direction, so ranks
+ * that disagree on it still exchange the same words. */
 ENGINE_FUNCTION struct engine_fixed_element
 engine_fixed_element(const struct engine_format *f, int word_bits, unsigned hi, unsigned lo,
                      reprod_rounding dir)
 {
     struct engine_fixed_element e = {0, 0};
+    (void)dir; /* the same layout in every direction */
     if (hi == ENGINE_FIXED_HI_SPECIAL) {
         e.words = 1;
     } else if (hi == ENGINE_FIXED_HI_ZEROS) {
-        e.words = dir == REPROD_ROUND_DOWN;
+        e.base_exponent = lo != 0; /* a -0 among the terms */
     } else if (hi >= ENGINE_FIXED_FIRST_BUCKET) {
         int bias = (1 << (f->exponent_bits - 1)) - 1;
         int top = engine_fixed_bucket_high(f, hi) - bias + 1; /* every |x| < 2^top */
@@ -192,8 +197,6 @@ ENGINE_FUNCTION void engine_fixed_split(const struct engine_format *f, uint64_t 
         else if (magnitude == inf)
             count = (bits & sign) ? 1ll << ENGINE_FIXED_COUNT_BITS : 1;
         out[0] = count;
-    } else if (hi == ENGINE_FIXED_HI_ZEROS) {
-        if (e.words) out[0] = bits == sign; /* the -0 terms, rounding down */
     } else if (hi >= ENGINE_FIXED_FIRST_BUCKET) {
         engine_fixed_split_finite(f, bits, word_bits, e.words, e.base_exponent, out);
     }
@@ -247,7 +250,7 @@ ENGINE_FUNCTION uint64_t engine_fixed_round_finite(const struct engine_format *f
      * to two limbs, its carries and its sign's borrow wait in `pending` (small counts), and one
      * pass from the bottom settles them: time in words + limbs, not their product. */
     uint64_t limb[ENGINE_FIXED_MAX_LIMBS];
-    int64_t pending[ENGINE_FIXED_MAX_LIMBS + 1];
+    int32_t pending[ENGINE_FIXED_MAX_LIMBS + 1]; /* small: at most two counts a word */
     int limbs = (words * word_bits + 63) / 64 + 2;
     for (int i = 0; i < limbs; i++)
         limb[i] = 0, pending[i] = 0;
@@ -262,10 +265,10 @@ ENGINE_FUNCTION uint64_t engine_fixed_round_finite(const struct engine_format *f
         limb[i] += low;
         pending[i + 1] += limb[i] < low;
         limb[i + 1] += high;
-        pending[i + 2] += (int64_t)(limb[i + 1] < high) - (int64_t)(high >> 63);
+        pending[i + 2] += (int32_t)(limb[i + 1] < high) - (int32_t)(high >> 63);
     }
     for (int j = 0; j < limbs; j++) {
-        int64_t p = pending[j];
+        int32_t p = pending[j];
         if (p > 0) {
             limb[j] += (uint64_t)p;
             pending[j + 1] += limb[j] < (uint64_t)p;
@@ -337,8 +340,8 @@ ENGINE_FUNCTION uint64_t engine_fixed_round(const struct engine_format *f, const
 {
     if (hi == ENGINE_FIXED_HI_SPECIAL) return engine_fixed_special(f, sums[0]);
     if (hi == ENGINE_FIXED_HI_NEGATIVE_ZEROS) return engine_sign_bit(f);
-    if (hi == ENGINE_FIXED_HI_ZEROS)
-        return e.words && sums[0] > 0 ? engine_sign_bit(f) : 0; /* a -0 rounding down */
+    if (hi == ENGINE_FIXED_HI_ZEROS) /* +0, but -0 rounding down with a -0 among the terms */
+        return dir == REPROD_ROUND_DOWN && e.base_exponent ? engine_sign_bit(f) : 0;
     return engine_fixed_round_finite(f, sums, e.words, word_bits, e.base_exponent, op, ranks,
                                      dir);
 }

@@ -5,10 +5,12 @@
 #include "runtime/config.h"
 #include "runtime/cost.h"
 
+#include <fenv.h>
+
 /* The exchange is an N-way exchange (every rank sends to every other): above this many ranks
  * it is never taken, whatever the model says of one call (DESIGN.md, section 6: a route's
- * cost grows like the library's own). At 16 ranks and below it is taken where the model finds
- * it faster: at 2 to 16 ranks it is, for every size (docs/performance.md). */
+ * cost grows like the library's own). At 5 to 16 ranks it is taken where the model finds it
+ * faster, which depends on the size and not monotonically (docs/performance.md). */
 #define ROUTE_EXCHANGE_MAX_RANKS 16
 /* Up to this many ranks the model always finds the exchange faster. */
 #define ROUTE_EXCHANGE_ALWAYS_RANKS 4
@@ -28,9 +30,17 @@ enum reprod_route reprod_route_by_model(const struct reprod_route_call *call)
     struct reprod_route_call priced = *call;
     priced.collective = REPROD_COLLECTIVE_ALLREDUCE;
     struct reprod_cost exchange, other;
+    /* The model computes in binary64: in the default environment, whatever the caller's (a
+     * program that traps FE_INEXACT must not take a signal from it, nor find a flag raised),
+     * which is given back as it was. */
+    fenv_t caller;
+    feholdexcept(&caller);
+    fesetround(FE_TONEAREST);
     reprod_cost_route(&machine, &priced, REPROD_ROUTE_EXCHANGE, 0, &exchange);
     reprod_cost_route(&machine, &priced, fixed, 0, &other);
-    return other.time_us < exchange.time_us ? fixed : REPROD_ROUTE_EXCHANGE;
+    enum reprod_route route = other.time_us < exchange.time_us ? fixed : REPROD_ROUTE_EXCHANGE;
+    fesetenv(&caller);
+    return route;
 }
 
 /* One remembered decision, packed: 16 bytes, so that the memory adds 128 bytes to the shim's
