@@ -109,3 +109,23 @@ done
 mpich mpich.3.nearest 3 fixed nearest
 same ompi.3.nearest mpich.3.nearest "np=3: MPICH and Open MPI differ" '^case\|^pairs'
 ok "MPICH np=2 ($directions) and np=3: MPFR's sum, and Open MPI's bits"
+
+# The job's floating-point environment: at 5 ranks under REPROD_ROUTE=auto the route is the cost
+# model's choice, computed in binary64: a job trapping FE_INEXACT must take no signal from it,
+# and an exact sum must leave every exception flag clear. And ranks that disagree on
+# REPROD_ROUNDING (a misconfiguration) still lay out the same words: sums exact in every
+# direction come back right on every rank, without MPI_ERR_TRUNCATE.
+fenv_program=$BUILD/tests/mpi/fenv_route
+[ -x "$fenv_program" ] || fail "$fenv_program is not built"
+for what in trap flags; do
+    run_mpi_shim 5 "${fast[@]}" "$fenv_program" "$what" >"$out/fenv.$what" 2>&1 ||
+        fail "np=5, route auto, $what: $(head -c 2000 "$out/fenv.$what")"
+    grep -qx ok "$out/fenv.$what" || fail "np=5, route auto, $what: $(head -c 2000 "$out/fenv.$what")"
+done
+mixed=(-x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed -np 1 env) # each app context its own -x
+bounded "${MPI_TIMEOUT:-120}" mpirun.openmpi --oversubscribe --bind-to none "${fast[@]}" \
+    "${mixed[@]}" REPROD_ROUNDING=nearest "$fenv_program" mixed : \
+    "${mixed[@]}" REPROD_ROUNDING=down "$fenv_program" mixed >"$out/fenv.mixed" 2>&1 ||
+    fail "ranks rounding nearest and down: $(head -c 2000 "$out/fenv.mixed")"
+grep -qx ok "$out/fenv.mixed" || fail "ranks rounding nearest and down: $(head -c 2000 "$out/fenv.mixed")"
+ok "the job's floating-point environment untouched at 5 ranks (FE_INEXACT trapped, flags clear); ranks rounding nearest and down agree on the words"
