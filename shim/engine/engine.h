@@ -61,6 +61,25 @@ void reprod_engine_fixed_round(reprod_type type, reprod_op op, int ranks, reprod
                                const uint8_t *codes, size_t count, const size_t *offsets,
                                const int64_t *sums, void *result);
 
+/* Pass 2 packed (engine_fixed.h): the same sums in fewer words. Each element a field of a bit
+ * stream cut into digits of reprod_engine_fixed_digit_bits(ranks) bits, one int64 word each,
+ * the fields in element order from the stream's first bit (no table of offsets).
+ * Fit: how many elements from the first (at least one) fit `max_words` words, *words the words
+ * they take; words: the words of `count` elements. Split zeroes and writes this rank's `words`
+ * words; round first carries the `words` summed words (in place), then rounds each element as
+ * reprod_engine_fixed_round does. */
+int reprod_engine_fixed_digit_bits(int ranks);
+size_t reprod_engine_fixed_packed_fit(reprod_type type, int ranks, const uint8_t *codes,
+                                      size_t count, size_t max_words, size_t *words);
+size_t reprod_engine_fixed_packed_words(reprod_type type, int ranks, const uint8_t *codes,
+                                        size_t count);
+void reprod_engine_fixed_packed_split(reprod_type type, int ranks, const void *terms,
+                                      const uint8_t *codes, size_t count, size_t words,
+                                      int64_t *out);
+void reprod_engine_fixed_packed_round(reprod_type type, reprod_op op, int ranks,
+                                      reprod_rounding dir, const uint8_t *codes, size_t count,
+                                      size_t words, int64_t *sums, void *result);
+
 /* One pass (no codes): reprod_engine_fixed_full_words(type, ranks) words per element, enough
  * for every value of the type, so one int64 SUM is the whole collective (a nonblocking one
  * cannot wait between two passes). */

@@ -9,6 +9,7 @@
 #define ENGINE_FUNCTION static inline __attribute__((always_inline))
 #include "engine/engine_fixed.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Run `call` with `type` a constant, so that each loop is compiled once per type with the
@@ -174,11 +175,29 @@ FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, i
 }
 
 #if defined(__x86_64__)
-/* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`. */
-static unsigned mxcsr_of(reprod_rounding dir)
+/* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`; returns the
+ * caller's, for mxcsr_leave. */
+static unsigned mxcsr_enter(reprod_rounding dir)
 {
     static const unsigned control[] = {0x1f80u, 0x7f80u, 0x5f80u, 0x3f80u}; /* near, zero, up, down */
-    return control[dir];
+    unsigned saved = 0, wanted = control[dir];
+    __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
+    __asm__ volatile("ldmxcsr %0" : : "m"(wanted) : "memory");
+    return saved;
+}
+
+static void mxcsr_leave(unsigned saved)
+{
+    __asm__ volatile("ldmxcsr %0" : : "m"(saved) : "memory");
+}
+
+/* The bits of sum * 2^base (|sum| <= 2^53, base >= -149) rounded once to binary32 under
+ * mxcsr_enter's direction; `zero` for a sum of 0. */
+FIXED_INLINE uint32_t float32_of_scaled(int64_t sum, int32_t base, uint32_t zero)
+{
+    double scale = engine_double_from_bits((uint64_t)(base + 1023) << 52);
+    uint32_t bits = engine_float_bits((float)((double)sum * scale));
+    return sum == 0 ? zero : bits;
 }
 
 /* Round a block from its word sums; 0 (nothing written) when a sum is beyond 2^53. */
@@ -194,10 +213,7 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
     uint32_t zero = dir == REPROD_ROUND_DOWN ? 0x80000000u : 0; /* an exactly zero sum */
     for (size_t j = 0; j < FAST_BLOCK; j++) {
         int32_t base = float32_low_field(codes[2 * j + 1]) - 127 - 23; /* >= -149 */
-        double scale = engine_double_from_bits((uint64_t)(base + 1023) << 52);
-        float rounded = (float)((double)sums[j] * scale);
-        uint32_t bits = engine_float_bits(rounded);
-        bits = sums[j] == 0 ? zero : bits;
+        uint32_t bits = float32_of_scaled(sums[j], base, zero);
         memcpy(result + 4 * j, &bits, 4);
     }
     return 1;
@@ -244,11 +260,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     int word_bits = engine_fixed_word_bits(ranks);
 #if defined(__x86_64__)
     int fast = type == REPROD_FLOAT32 && (op == REPROD_SUM || ranks == 1);
-    unsigned saved = 0, wanted = mxcsr_of(dir);
-    if (fast) {
-        __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
-        __asm__ volatile("ldmxcsr %0" : : "m"(wanted) : "memory");
-    }
+    unsigned saved = fast ? mxcsr_enter(dir) : 0;
 #endif
     for (size_t i = 0; i < count;) {
 #if defined(__x86_64__)
@@ -267,7 +279,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
         }
     }
 #if defined(__x86_64__)
-    if (fast) __asm__ volatile("ldmxcsr %0" : : "m"(saved) : "memory");
+    if (fast) mxcsr_leave(saved);
 #endif
 }
 
@@ -320,4 +332,130 @@ void reprod_engine_fixed_full_round_prefix(reprod_type type, int ranks, int term
         store_bits(type, result, i,
                    engine_fixed_full_round_terms(&f, sums + i * (size_t)e.words, word_bits, e,
                                                  REPROD_SUM, terms, dir));
+}
+
+/* ---- Pass 2 packed (engine_fixed.h: the fields of one bit stream) -------------------------- */
+
+int reprod_engine_fixed_digit_bits(int ranks)
+{
+    return engine_fixed_word_bits(ranks);
+}
+
+/* The elements from the first whose fields fit `max_words` words (at least one, at most
+ * count), and in *words the words they take. */
+FIXED_INLINE size_t packed_fit_body(reprod_type type, int ranks, const uint8_t *codes,
+                                    size_t count, size_t max_words, size_t *words)
+{
+    struct engine_format f = engine_format_of(type);
+    int digit_bits = engine_fixed_word_bits(ranks);
+    size_t at = 0, room = max_words > SIZE_MAX / 64 ? SIZE_MAX : max_words * (size_t)digit_bits;
+    size_t i = 0;
+    for (; i < count; i++) {
+        size_t bits =
+            (size_t)engine_fixed_packed_field(&f, digit_bits, codes[2 * i], codes[2 * i + 1]).bits;
+        if (i > 0 && at + bits > room) break;
+        at += bits;
+    }
+    *words = (at + (size_t)digit_bits - 1) / (size_t)digit_bits;
+    return i;
+}
+
+size_t reprod_engine_fixed_packed_fit(reprod_type type, int ranks, const uint8_t *codes,
+                                      size_t count, size_t max_words, size_t *words)
+{
+    size_t taken = 0;
+#define FIT(t) taken = packed_fit_body(t, ranks, codes, count, max_words, words)
+    FOR_EACH_TYPE(type, FIT)
+#undef FIT
+    return taken;
+}
+
+size_t reprod_engine_fixed_packed_words(reprod_type type, int ranks, const uint8_t *codes,
+                                        size_t count)
+{
+    size_t words = 0;
+    reprod_engine_fixed_packed_fit(type, ranks, codes, count, SIZE_MAX, &words);
+    return words;
+}
+
+FIXED_INLINE void packed_split_body(reprod_type type, int ranks, const void *terms,
+                                    const uint8_t *codes, size_t count, size_t n, int64_t *words)
+{
+    struct engine_format f = engine_format_of(type);
+    int digit_bits = engine_fixed_word_bits(ranks);
+    uint64_t *digits = (uint64_t *)words;
+    memset(digits, 0, n * sizeof *digits);
+    struct engine_fixed_at at = {0, 0};
+    for (size_t i = 0; i < count; i++) {
+        unsigned hi = codes[2 * i];
+        struct engine_fixed_field e =
+            engine_fixed_packed_field(&f, digit_bits, hi, codes[2 * i + 1]);
+        if (e.bits) engine_fixed_packed_split(&f, load_bits(type, terms, i), hi, e, digits,
+                                              digit_bits, at);
+        at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
+    }
+}
+
+void reprod_engine_fixed_packed_split(reprod_type type, int ranks, const void *terms,
+                                      const uint8_t *codes, size_t count, size_t n, int64_t *words)
+{
+#define SPLIT(t) packed_split_body(t, ranks, terms, codes, count, n, words)
+    FOR_EACH_TYPE(type, SPLIT)
+#undef SPLIT
+}
+
+FIXED_INLINE void packed_round_body(reprod_type type, reprod_op op, int ranks,
+                                    reprod_rounding dir, const uint8_t *codes, size_t count,
+                                    size_t n, int64_t *sums, void *result)
+{
+    struct engine_format f = engine_format_of(type);
+    int digit_bits = engine_fixed_word_bits(ranks);
+    uint64_t *digits = (uint64_t *)sums, mask = (1ull << digit_bits) - 1, carry = 0;
+    for (size_t j = 0; j < n; j++) { /* each sum below 2^63, each carry below N */
+        uint64_t t = digits[j] + carry;
+        digits[j] = t & mask;
+        carry = t >> digit_bits;
+    }
+    struct engine_fixed_at at = {0, 0};
+#if defined(__x86_64__)
+    /* Binary32 sums: a field of at most 63 bits whose sum is below 2^53 converts to binary64
+     * exactly and is scaled by 2^B exactly; the hardware's conversion to binary32 in the
+     * requested direction (MXCSR) is then the one rounding (as round_float32_block). */
+    int fast = type == REPROD_FLOAT32 && (op == REPROD_SUM || ranks == 1);
+    unsigned saved = fast ? mxcsr_enter(dir) : 0;
+    uint32_t zero = dir == REPROD_ROUND_DOWN ? 0x80000000u : 0; /* an exactly zero sum */
+#endif
+    for (size_t i = 0; i < count; i++) {
+        unsigned hi = codes[2 * i];
+        struct engine_fixed_field e =
+            engine_fixed_packed_field(&f, digit_bits, hi, codes[2 * i + 1]);
+#if defined(__x86_64__)
+        if (fast && hi >= ENGINE_FIXED_FIRST_BUCKET && hi != ENGINE_FIXED_HI_SPECIAL &&
+            e.bits <= 63) {
+            uint64_t field = engine_fixed_stream_get(digits, digit_bits, at, e.bits);
+            int64_t sum = (int64_t)(field - ((uint64_t)ranks << e.span));
+            if ((uint64_t)(sum + (1ll << 53)) <= (1ull << 54)) {
+                uint32_t bits = float32_of_scaled(sum, e.base_exponent, zero);
+                memcpy((char *)result + 4 * i, &bits, 4);
+                at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
+                continue;
+            }
+        }
+#endif
+        store_bits(type, result, i,
+                   engine_fixed_packed_round(&f, digits, digit_bits, at, hi, e, op, ranks, dir));
+        at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
+    }
+#if defined(__x86_64__)
+    if (fast) mxcsr_leave(saved);
+#endif
+}
+
+void reprod_engine_fixed_packed_round(reprod_type type, reprod_op op, int ranks,
+                                      reprod_rounding dir, const uint8_t *codes, size_t count,
+                                      size_t n, int64_t *sums, void *result)
+{
+#define ROUND(t) packed_round_body(t, op, ranks, dir, codes, count, n, sums, result)
+    FOR_EACH_TYPE(type, ROUND)
+#undef ROUND
 }

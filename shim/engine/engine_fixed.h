@@ -346,6 +346,195 @@ ENGINE_FUNCTION uint64_t engine_fixed_round(const struct engine_format *f, const
                                      dir);
 }
 
+/* ---- Pass 2 packed: the words as fields of one bit stream -------------------------------
+ * Pass 2's words above give each element whole int64 words: a binary32 element whose terms lie
+ * in one bucket takes 64 bits to carry 24 + log2 N. The packed layout lays every element's terms
+ * as one field of F = (T - B) + 1 + c bits (c = 63 - W, the bits of the rank count) in a bit
+ * stream, cut into digits of D = W bits, one int64 word each; a field may straddle digits:
+ *   - a finite element's field holds 2^S + x / 2^B, S = T - B (offset binary, in [0, 2^(S+1)):
+ *     no term borrows from a neighbour); the sum of N such is below N 2^(S+1) <= 2^F, so no
+ *     field's sum spills into the next field;
+ *   - a digit's sum over N ranks is below N 2^D <= 2^63, so the library's int64 SUM is exact;
+ *   - one pass from the bottom then carries each digit's excess (at most N - 1) into the next
+ *     (reprod_engine_fixed_packed_round), which makes the stream the exact sum of the ranks'
+ *     streams, bit for bit: each field then holds its element's exact sum plus N 2^S;
+ *   - an infinity or NaN element takes a field of its 63-bit counts word, zeros none.
+ * Every rank derives the same fields from the reduced codes, as for the words. */
+
+/* One element's field: its width in bits, S and B (finite elements). */
+struct engine_fixed_field {
+    int bits;          /* F: 0 (zeros), 63 (counts), or S + 1 + c */
+    int span;          /* S = T - B */
+    int base_exponent; /* B; for zeros only, whether a -0 was among them (as for the words) */
+};
+
+ENGINE_FUNCTION struct engine_fixed_field engine_fixed_packed_field(const struct engine_format *f,
+                                                                    int digit_bits, unsigned hi,
+                                                                    unsigned lo)
+{
+    struct engine_fixed_field e = {0, 0, 0};
+    if (hi == ENGINE_FIXED_HI_SPECIAL) {
+        e.bits = 3 * ENGINE_FIXED_COUNT_BITS;
+    } else if (hi == ENGINE_FIXED_HI_ZEROS) {
+        e.base_exponent = lo != 0;
+    } else if (hi >= ENGINE_FIXED_FIRST_BUCKET) {
+        int bias = (1 << (f->exponent_bits - 1)) - 1;
+        int top = engine_fixed_bucket_high(f, hi) - bias + 1; /* every |x| < 2^top */
+        unsigned lowest = ENGINE_FIXED_LAST_BUCKET - lo;
+        e.base_exponent = engine_fixed_bucket_low(f, lowest) - bias - (f->precision - 1);
+        e.span = top - e.base_exponent;
+        e.bits = e.span + 1 + (63 - digit_bits);
+    }
+    return e;
+}
+
+/* A bit of the stream: bit `bit` (0 <= bit < D) of digit `digit`. */
+struct engine_fixed_at {
+    uint64_t digit;
+    int bit;
+};
+
+/* The bit `delta` bits after `at` (no division for a step within the next few digits). */
+ENGINE_FUNCTION struct engine_fixed_at engine_fixed_after(struct engine_fixed_at at,
+                                                          int digit_bits, uint64_t delta)
+{
+    if (delta >= 4 * (uint64_t)digit_bits) {
+        uint64_t bits = (uint64_t)at.bit + delta;
+        at.digit += bits / (uint64_t)digit_bits;
+        at.bit = (int)(bits % (uint64_t)digit_bits);
+        return at;
+    }
+    at.bit += (int)delta;
+    while (at.bit >= digit_bits)
+        at.bit -= digit_bits, at.digit++;
+    return at;
+}
+
+/* OR v (below 2^63, its bits zero in the stream) into the stream at `at`. */
+ENGINE_FUNCTION void engine_fixed_stream_put(uint64_t *digits, int digit_bits,
+                                             struct engine_fixed_at at, uint64_t v)
+{
+    uint64_t j = at.digit, mask = (1ull << digit_bits) - 1;
+    int o = at.bit;
+    while (v) {
+        digits[j++] |= (v << o) & mask;
+        v >>= digit_bits - o; /* 1 .. 62 */
+        o = 0;
+    }
+}
+
+/* The `bits` (1 to 63) bits of the stream at `at` (its digits carried: D bits each). */
+ENGINE_FUNCTION uint64_t engine_fixed_stream_get(const uint64_t *digits, int digit_bits,
+                                                 struct engine_fixed_at at, int bits)
+{
+    uint64_t j = at.digit, v = 0;
+    int o = at.bit, got = 0;
+    while (got < bits) {
+        v |= (digits[j++] >> o) << got;
+        got += digit_bits - o;
+        o = 0;
+    }
+    return v & ((1ull << bits) - 1);
+}
+
+/* This rank's term `bits` of one element into its field at `at` (the field's bits zero). */
+ENGINE_FUNCTION void engine_fixed_packed_split(const struct engine_format *f, uint64_t bits,
+                                               unsigned hi, struct engine_fixed_field e,
+                                               uint64_t *digits, int digit_bits,
+                                               struct engine_fixed_at at)
+{
+    if (hi == ENGINE_FIXED_HI_SPECIAL) {
+        int64_t counts;
+        struct engine_fixed_element none = {1, 0};
+        engine_fixed_split(f, bits, digit_bits, hi, none, &counts);
+        engine_fixed_stream_put(digits, digit_bits, at, (uint64_t)counts);
+        return;
+    }
+    if (hi < ENGINE_FIXED_FIRST_BUCKET) return; /* zeros: no field */
+    int fraction_bits = f->precision - 1;
+    uint64_t sign = engine_sign_bit(f);
+    uint64_t magnitude = bits & (sign - 1);
+    int s = e.span;
+    if (magnitude == 0) { /* the offset alone */
+        engine_fixed_stream_put(digits, digit_bits, engine_fixed_after(at, digit_bits, (uint64_t)s),
+                                1);
+        return;
+    }
+    int field = (int)(magnitude >> fraction_bits);
+    uint64_t m = magnitude & ((1ull << fraction_bits) - 1);
+    if (field != 0) m |= 1ull << fraction_bits;
+    int bias = (1 << (f->exponent_bits - 1)) - 1;
+    int shift = (field > 1 ? field : 1) - bias - fraction_bits - e.base_exponent; /* >= 0 */
+    int negative = (bits & sign) != 0;
+    if (s <= 61) { /* the common case: 2^S +- m 2^shift, below 2^62, in one value */
+        uint64_t t = m << shift, offset = 1ull << s;
+        engine_fixed_stream_put(digits, digit_bits, at, negative ? offset - t : offset + t);
+        return;
+    }
+    struct engine_fixed_at low_at = engine_fixed_after(at, digit_bits, (uint64_t)shift);
+    if (!negative) { /* m and the offset's bit, apart (m 2^shift < 2^S) */
+        engine_fixed_stream_put(digits, digit_bits, low_at, m);
+        engine_fixed_stream_put(digits, digit_bits, engine_fixed_after(at, digit_bits, (uint64_t)s),
+                                1);
+        return;
+    }
+    /* 2^S - m 2^shift = (2^L - m) 2^shift, L = S - shift > precision: below bit 62 it is
+     * 2^62 - m, above it L - 62 ones. */
+    int l = s - shift;
+    uint64_t low = l <= 62 ? (1ull << l) - m : (1ull << 62) - m;
+    engine_fixed_stream_put(digits, digit_bits, low_at, low);
+    for (int k = 62; k < l; k += 62) {
+        int run = l - k < 62 ? l - k : 62;
+        engine_fixed_stream_put(digits, digit_bits, engine_fixed_after(low_at, digit_bits, (uint64_t)k),
+                                (1ull << run) - 1);
+    }
+}
+
+/* 32-bit chunks of the widest field: the whole binary64 range (2098 bits) and 21 + 1. */
+#define ENGINE_FIXED_MAX_CHUNKS 68
+
+/* The result of one element from the carried stream of the sums of `terms` ranks' fields. */
+ENGINE_FUNCTION uint64_t engine_fixed_packed_round(const struct engine_format *f,
+                                                   const uint64_t *digits, int digit_bits,
+                                                   struct engine_fixed_at at, unsigned hi,
+                                                   struct engine_fixed_field e, reprod_op op,
+                                                   int terms, reprod_rounding dir)
+{
+    if (hi == ENGINE_FIXED_HI_SPECIAL)
+        return engine_fixed_special(f, (int64_t)engine_fixed_stream_get(digits, digit_bits, at,
+                                                                         e.bits));
+    if (hi == ENGINE_FIXED_HI_NEGATIVE_ZEROS) return engine_sign_bit(f);
+    if (hi == ENGINE_FIXED_HI_ZEROS)
+        return dir == REPROD_ROUND_DOWN && e.base_exponent ? engine_sign_bit(f) : 0;
+    if (e.bits <= 63) { /* the field less N 2^S: |sum| < N 2^S <= 2^62 */
+        uint64_t field = engine_fixed_stream_get(digits, digit_bits, at, e.bits);
+        int64_t sum = (int64_t)(field - ((uint64_t)terms << e.span));
+        return engine_fixed_round_finite(f, &sum, 1, 63, e.base_exponent, op, terms, dir);
+    }
+    if (e.bits <= 126) { /* two reads, the offset taken off in 128 bits: binary64's usual case */
+        uint64_t low = engine_fixed_stream_get(digits, digit_bits, at, 63);
+        uint64_t high = engine_fixed_stream_get(
+            digits, digit_bits, engine_fixed_after(at, digit_bits, 63), e.bits - 63);
+        uint64_t l = low | (high << 63), h = high >> 1, n = (uint64_t)terms; /* h:l, the field */
+        int s = e.span;
+        uint64_t nl = s < 64 ? n << s : 0;
+        uint64_t nh = s == 0 ? 0 : s < 64 ? n >> (64 - s) : n << (s - 64);
+        uint64_t borrow = l < nl;
+        l -= nl, h = h - nh - borrow; /* the sum, two's complement, below 2^125 in magnitude */
+        int64_t words[2] = {(int64_t)(l & ((1ull << 62) - 1)), (int64_t)((h << 2) | (l >> 62))};
+        return engine_fixed_round_finite(f, words, 2, 62, e.base_exponent, op, terms, dir);
+    }
+    int64_t chunks[ENGINE_FIXED_MAX_CHUNKS];
+    int count = (e.bits + 31) / 32;
+    for (int k = 0; k < count; k++) {
+        int width = e.bits - 32 * k < 32 ? e.bits - 32 * k : 32;
+        chunks[k] = (int64_t)engine_fixed_stream_get(
+            digits, digit_bits, engine_fixed_after(at, digit_bits, 32 * (uint64_t)k), width);
+    }
+    chunks[e.span / 32] -= (int64_t)terms << (e.span % 32);
+    return engine_fixed_round_finite(f, chunks, count, 32, e.base_exponent, op, terms, dir);
+}
+
 /* ---- One pass: the whole range ---------------------------------------------------------- */
 
 /* The one-pass layout: word 0 counts +inf, -inf, NaN; word 1 counts -0 and +0 (<< 21); the

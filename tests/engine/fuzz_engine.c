@@ -333,6 +333,34 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
         check_result(c, "fixed point against MPFR mpfr_sum",
                      pass == 0 ? "two passes" : "one pass", expected, out, 0);
     }
+    /* Packed (the words as fields of one bit stream), as the data paths call it. */
+    {
+        size_t digits = reprod_engine_fixed_packed_words(c->type, c->n, codes, count);
+        uint64_t *packed_sums = checked_malloc((digits + 1) * sizeof(uint64_t));
+        int64_t *packed_part = checked_malloc((digits + 1) * sizeof(int64_t));
+        memset(packed_sums, 0, (digits + 1) * sizeof(uint64_t));
+        int packed_overflow = 0;
+        for (int k = 0; k < c->n; k++) {
+            reprod_engine_fixed_packed_split(c->type, c->n, c->contributions[k], codes, count,
+                                             digits, packed_part);
+            for (size_t w = 0; w < digits; w++) {
+                packed_overflow |= packed_part[w] < 0 ||
+                                   packed_part[w] >> reprod_engine_fixed_digit_bits(c->n) != 0;
+                packed_sums[w] += (uint64_t)packed_part[w];
+                packed_overflow |= packed_sums[w] >> 63 != 0;
+            }
+        }
+        reprod_engine_fixed_packed_round(c->type, c->op, c->n, c->dir, codes, count, digits,
+                                         (int64_t *)packed_sums, out);
+        if (packed_overflow) {
+            print_case_header(c, "fixed point, packed");
+            fprintf(stderr, "  a digit beyond its bits, or a digit sum beyond 2^63\n");
+            c->mismatches++;
+        }
+        check_result(c, "fixed point against MPFR mpfr_sum", "two passes, packed", expected, out,
+                     0);
+        free(packed_sums), free(packed_part);
+    }
     /* Element by element at a narrow word: W from a rank count up to 2^21 - 1. */
     int word_bits = engine_fixed_word_bits(1 << rng_range(r, 0, ENGINE_FIXED_COUNT_BITS - 1));
     if (word_bits > engine_fixed_word_bits(c->n)) word_bits = engine_fixed_word_bits(c->n);
@@ -363,6 +391,32 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
                        pass == 0 ? "two passes, narrow words" : "one pass, narrow words", i,
                        expected[i], got[pass]);
         }
+        /* Packed, one element alone at a random bit of the stream, with the narrow digit. */
+        struct engine_fixed_field field =
+            engine_fixed_packed_field(&f, word_bits, codes[2 * i], codes[2 * i + 1]);
+        uint64_t bit = (uint64_t)rng_range(r, 0, 200);
+        struct engine_fixed_at at = {bit / (uint64_t)word_bits, (int)(bit % (uint64_t)word_bits)};
+        size_t n_digits = (size_t)((bit + (uint64_t)field.bits) / (uint64_t)word_bits + 1);
+        uint64_t stream_sums[ENGINE_FIXED_MAX_CHUNKS + 8] = {0};
+        uint64_t stream_part[ENGINE_FIXED_MAX_CHUNKS + 8];
+        for (int k = 0; k < c->n; k++) {
+            memset(stream_part, 0, sizeof stream_part);
+            engine_fixed_packed_split(&f, term(c, k, i), codes[2 * i], field, stream_part,
+                                      word_bits, at);
+            for (size_t w = 0; w < n_digits; w++)
+                stream_sums[w] += stream_part[w];
+        }
+        uint64_t carry = 0, digit_mask = (1ull << word_bits) - 1;
+        for (size_t w = 0; w < n_digits; w++) {
+            uint64_t t = stream_sums[w] + carry;
+            stream_sums[w] = t & digit_mask;
+            carry = t >> word_bits;
+        }
+        uint64_t packed = engine_fixed_packed_round(&f, stream_sums, word_bits, at, codes[2 * i],
+                                                    field, c->op, c->n, c->dir);
+        if (packed != expected[i] || carry != 0)
+            report(c, "fixed point against MPFR mpfr_sum", "packed, narrow digits", i,
+                   expected[i], packed);
     }
     free(codes), free(mine), free(offsets), free(sums), free(part), free(out);
 }
