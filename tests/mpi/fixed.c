@@ -47,8 +47,10 @@ static uint64_t mix(uint64_t x)
 static double value(int v, size_t i, int min_exponent)
 {
     uint64_t bits = mix(((uint64_t)(v + 1) << 40) ^ (i * 7919));
-    if (wide) { /* terms across the whole binary64 range: the most words an element takes */
-        double x = ldexp(1.0 + (double)(bits >> 12) / 4503599627370496.0, (int)(bits % 2000) - 1000);
+    if (wide) { /* terms across the whole binary64 range: the most words an element takes
+                   (ranks 0 and 1 at its two ends, so that every element spans it) */
+        int exponent = v == 0 ? -1000 : v == 1 ? 999 : (int)(bits % 2000) - 1000;
+        double x = ldexp(1.0 + (double)(bits >> 12) / 4503599627370496.0, exponent);
         return (bits & 1) ? -x : x;
     }
     if (pairs) {
@@ -309,8 +311,10 @@ int main(int argc, char **argv)
                     if (pairs && (call == SCAN || call == EXSCAN || call == ISCAN)) continue;
                     run_case((enum call)call, &types[t], counts[c]);
                 }
-    /* --large: large calls (on few ranks: MPFR checks every element), several segments of pass 1 (2^21 elements), and with terms
-     * over the whole binary64 range (about 37 words an element) several pieces of pass 2. */
+    /* --large: large calls (on few ranks: MPFR checks every element): several segments of pass 1
+     * and pieces of pass 2 at REPROD_SCRATCH_MB=1 (2^18 elements, 2^16 words), and with terms
+     * over the whole binary64 range (about 34 words an element) two pieces of pass 2 at the
+     * default 64 MiB (2^22 words). */
     pairs = 0;
     run_case(REDUCE, &types[0], 600);
     run_case(IREDUCE, &types[0], 600);
