@@ -104,16 +104,15 @@ static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
                            const uint8_t *codes, size_t total)
 {
     int ranks = run->reduction->ranks;
-    ENGINE_TIMED(run->reduction,
-                 reprod_engine_fixed_packed_split(run->type, ranks, run->source + first * run->bytes,
-                                                  codes, count, total, run->words));
+    ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_split(run->type, ranks,
+                                                                  run->source + first * run->bytes,
+                                                                  codes, count, total, run->words));
     int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, total)
                    : REPROD_MPI_OK;
     if (rc == REPROD_MPI_OK)
-        ENGINE_TIMED(run->reduction,
-                     reprod_engine_fixed_packed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
-                                                      count, total, run->words,
-                                                      run->result + first * run->bytes));
+        ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_round(
+                                         run->type, REPROD_SUM, ranks, run->dir, codes, count,
+                                         total, run->words, run->result + first * run->bytes));
     return rc;
 }
 
@@ -122,9 +121,9 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     int ranks = run->reduction->ranks, is_root = run->reduction->rank == run->root;
-    ENGINE_TIMED(run->reduction,
-                 reprod_engine_fixed_packed_split(run->type, ranks, run->source + first * run->bytes,
-                                                  codes, count, total, run->words));
+    ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_split(run->type, ranks,
+                                                                  run->source + first * run->bytes,
+                                                                  codes, count, total, run->words));
     /* The root receives beside its words, not in place: MPICH 4.0's MPI_Reduce with
      * MPI_IN_PLACE on a root other than 0 reads MPI_IN_PLACE as a buffer from 512 elements. */
     int64_t *sums = run->words + total;
@@ -133,10 +132,9 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
         rc = mpi->real.Reduce(run->words, is_root ? sums : NULL, (int)total, mpi->datatype_int64,
                               mpi->op_sum, run->root, run->reduction->comm);
     if (rc == REPROD_MPI_OK && is_root)
-        ENGINE_TIMED(run->reduction,
-                     reprod_engine_fixed_packed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
-                                                      count, total, sums,
-                                                      run->result + first * run->bytes));
+        ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_round(
+                                         run->type, REPROD_SUM, ranks, run->dir, codes, count,
+                                         total, sums, run->result + first * run->bytes));
     return rc;
 }
 
@@ -158,8 +156,8 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
     for (int r = 0; r < ranks; r++) {
         size_t low = in_piece(run->block_starts[r], first, count);
         size_t high = in_piece(run->block_starts[r + 1], first, count);
-        run->word_counts[r] = (int)reprod_engine_fixed_packed_words(run->type, ranks,
-                                                                    codes + 2 * low, high - low);
+        run->word_counts[r] =
+            (int)reprod_engine_fixed_packed_words(run->type, ranks, codes + 2 * low, high - low);
         words += (size_t)run->word_counts[r];
     }
     ensure_words(run, 2 * words);
@@ -182,10 +180,10 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
     size_t high = in_piece(run->block_starts[rank + 1], first, count);
     if (rc == REPROD_MPI_OK && high > low) {
         size_t result_at = first + low - (size_t)run->block_starts[rank];
-        ENGINE_TIMED(reduction,
-                     reprod_engine_fixed_packed_round(run->type, REPROD_SUM, ranks, run->dir,
-                                                      codes + 2 * low, high - low,
-                                                      (size_t)run->word_counts[rank], mine, run->result + result_at * run->bytes));
+        ENGINE_TIMED(reduction, reprod_engine_fixed_packed_round(
+                                    run->type, REPROD_SUM, ranks, run->dir, codes + 2 * low,
+                                    high - low, (size_t)run->word_counts[rank], mine,
+                                    run->result + result_at * run->bytes));
     }
     return rc;
 }

@@ -167,8 +167,8 @@ int reprod_engine_fixed_digit_bits(int ranks)
 
 /* The elements from the first whose fields fit `max_words` words (at least one, at most
  * count), and in *words the words they take. */
-FIXED_INLINE size_t packed_fit_body(reprod_type type, int ranks, const uint8_t *codes,
-                                    size_t count, size_t max_words, size_t *words)
+FIXED_INLINE size_t packed_fit_body(reprod_type type, int ranks, const uint8_t *codes, size_t count,
+                                    size_t max_words, size_t *words)
 {
     struct engine_format f = engine_format_of(type);
     int digit_bits = engine_fixed_word_bits(ranks);
@@ -214,23 +214,22 @@ FIXED_INLINE void packed_split_body(reprod_type type, int ranks, const void *ter
         unsigned hi = codes[2 * i];
         struct engine_fixed_field e =
             engine_fixed_packed_field(&f, digit_bits, hi, codes[2 * i + 1]);
-        if (e.bits) engine_fixed_packed_split(&f, load_bits(type, terms, i), hi, e, digits,
-                                              digit_bits, at);
+        if (e.bits)
+            engine_fixed_packed_split(&f, load_bits(type, terms, i), hi, e, digits, digit_bits, at);
         at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
     }
 }
 
 void reprod_engine_fixed_packed_split(reprod_type type, int ranks, const void *terms,
-                                      const uint8_t *codes, size_t count, size_t n, int64_t *words)
-{
+                                      const uint8_t *codes, size_t count, size_t n, int64_t *words){
 #define SPLIT(t) packed_split_body(t, ranks, terms, codes, count, n, words)
     FOR_EACH_TYPE(type, SPLIT)
 #undef SPLIT
 }
 
-FIXED_INLINE void packed_round_body(reprod_type type, reprod_op op, int ranks,
-                                    reprod_rounding dir, const uint8_t *codes, size_t count,
-                                    size_t n, int64_t *sums, void *result)
+FIXED_INLINE void packed_round_body(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
+                                    const uint8_t *codes, size_t count, size_t n, int64_t *sums,
+                                    void *result)
 {
     struct engine_format f = engine_format_of(type);
     int digit_bits = engine_fixed_word_bits(ranks);

@@ -368,9 +368,8 @@ struct engine_fixed_field {
     int base_exponent; /* B; for zeros only, whether a -0 was among them (as for the words) */
 };
 
-ENGINE_FUNCTION struct engine_fixed_field engine_fixed_packed_field(const struct engine_format *f,
-                                                                    int digit_bits, unsigned hi,
-                                                                    unsigned lo)
+ENGINE_FUNCTION struct engine_fixed_field
+engine_fixed_packed_field(const struct engine_format *f, int digit_bits, unsigned hi, unsigned lo)
 {
     struct engine_fixed_field e = {0, 0, 0};
     if (hi == ENGINE_FIXED_HI_SPECIAL) {
@@ -395,8 +394,8 @@ struct engine_fixed_at {
 };
 
 /* The bit `delta` bits after `at` (no division for a step within the next few digits). */
-ENGINE_FUNCTION struct engine_fixed_at engine_fixed_after(struct engine_fixed_at at,
-                                                          int digit_bits, uint64_t delta)
+ENGINE_FUNCTION struct engine_fixed_at engine_fixed_after(struct engine_fixed_at at, int digit_bits,
+                                                          uint64_t delta)
 {
     if (delta >= 4 * (uint64_t)digit_bits) {
         uint64_t bits = (uint64_t)at.bit + delta;
@@ -485,7 +484,8 @@ ENGINE_FUNCTION void engine_fixed_packed_split(const struct engine_format *f, ui
     engine_fixed_stream_put(digits, digit_bits, low_at, low);
     for (int k = 62; k < l; k += 62) {
         int run = l - k < 62 ? l - k : 62;
-        engine_fixed_stream_put(digits, digit_bits, engine_fixed_after(low_at, digit_bits, (uint64_t)k),
+        engine_fixed_stream_put(digits, digit_bits,
+                                engine_fixed_after(low_at, digit_bits, (uint64_t)k),
                                 (1ull << run) - 1);
     }
 }
@@ -501,8 +501,8 @@ ENGINE_FUNCTION uint64_t engine_fixed_packed_round(const struct engine_format *f
                                                    int terms, reprod_rounding dir)
 {
     if (hi == ENGINE_FIXED_HI_SPECIAL)
-        return engine_fixed_special(f, (int64_t)engine_fixed_stream_get(digits, digit_bits, at,
-                                                                         e.bits));
+        return engine_fixed_special(
+            f, (int64_t)engine_fixed_stream_get(digits, digit_bits, at, e.bits));
     if (hi == ENGINE_FIXED_HI_NEGATIVE_ZEROS) return engine_sign_bit(f);
     if (hi == ENGINE_FIXED_HI_ZEROS)
         return dir == REPROD_ROUND_DOWN && e.base_exponent ? engine_sign_bit(f) : 0;

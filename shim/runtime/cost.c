@@ -284,7 +284,7 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
     }
     int span = reprod_cost_span_bits(call->type, spread), c = rank_bits(n);
     int k = (span + 62 - c) / (63 - c); /* NCCL's words an element */
-    int field = span + 1 + c;          /* MPI's packed field */
+    int field = span + 1 + c;           /* MPI's packed field */
     uint64_t cut = call->nccl ? nccl_piece : m->segment_elements ? m->segment_elements : count;
     uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;

@@ -284,7 +284,6 @@ static void check_run(struct fuzz_case *c, const char *what, const char *way, in
 
 static const char *const level_names[] = {"generic kernels", "AVX2 kernels", "AVX-512 kernels"};
 
-
 /* The fixed-point route (engine_fixed.h) against the same expected bits: the host arrays as
  * the MPI path calls them with the real rank count (the packed words; the one pass), and element
  * by element at the real word or a narrower one than the rank count needs (more words, carries
@@ -412,8 +411,8 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
         uint64_t packed = engine_fixed_packed_round(&f, stream_sums, word_bits, at, codes[2 * i],
                                                     field, c->op, c->n, c->dir);
         if (packed != expected[i] || carry != 0)
-            report(c, "fixed point against MPFR mpfr_sum", "packed, element alone", i,
-                   expected[i], packed);
+            report(c, "fixed point against MPFR mpfr_sum", "packed, element alone", i, expected[i],
+                   packed);
     }
     free(codes), free(mine), free(sums), free(part), free(out);
 }
