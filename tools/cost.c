@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char cost_help[] =
-    "usage: reprod cost --ranks N --bytes M --type T [--spread B] [--library mpi|nccl]\n"
+    "usage: reprod cost --ranks N --bytes M --type T [--words K] [--library mpi|nccl]\n"
     "                   [--route auto|exchange|fixed|one-pass] [--ranks-per-node G]\n"
     "                   [--intra-latency-us X] [--intra-gbps X] [--inter-latency-us X]\n"
     "                   [--inter-gbps X] [--overhead-us X] [--segment-elements S] [--rank R]\n"
@@ -21,8 +21,7 @@ static const char cost_help[] =
     "or NCCL's ring or tree) and under the shim (the route it takes for these arguments, or the\n"
     "one --route names), one line each: messages and bytes a rank sends, the peers it sends\n"
     "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
-    "--spread B: the binades between an element's largest and smallest term, which set the\n"
-    "          fixed route's words (default 8: contributions a few binades apart).\n"
+    "--words K: the fixed route's words per element (default: the type's typical K).\n"
     "--segment-elements S: the MPI fixed route's segment (default 2097152, the shim's).\n"
     "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
     "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"
@@ -130,7 +129,7 @@ static void print_table(const struct reprod_cost_machine *m, int nccl)
             struct reprod_cost native, shim;
             enum reprod_route route = reprod_route_by_model(&call);
             reprod_cost_native(m, &call, &native);
-            reprod_cost_route(m, &call, route, -1, &shim);
+            reprod_cost_route(m, &call, route, 0, &shim);
             char size[16];
             if (sizes[j] >= 1u << 30) snprintf(size, sizeof size, "%lluG", (unsigned long long)(sizes[j] >> 30));
             else if (sizes[j] >= 1u << 20) snprintf(size, sizeof size, "%lluM", (unsigned long long)(sizes[j] >> 20));
@@ -147,8 +146,7 @@ int reprod_cost_command(int argc, char **argv)
 {
     struct reprod_cost_machine machine;
     reprod_cost_machine_defaults(&machine);
-    uint64_t ranks = 0, bytes = 0;
-    int spread = -1;
+    uint64_t ranks = 0, bytes = 0, words = 0;
     int type = -1, nccl = 0, table = 0, forced = -1;
     for (int i = 0; i < argc; i++) {
         const char *option = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -192,11 +190,9 @@ int reprod_cost_command(int argc, char **argv)
         } else if (strcmp(option, "--segment-elements") == 0) {
             if (parse_size(value, (uint64_t)1 << 40, &machine.segment_elements))
                 return usage_error(option, "a positive element count (K, M, G allowed)", value);
-        } else if (strcmp(option, "--spread") == 0) {
-            uint64_t b = 0;
-            if (!value || (strcmp(value, "0") != 0 && parse_size(value, 2100, &b)))
-                return usage_error(option, "a count of binades from 0 to 2100", value);
-            spread = (int)b;
+        } else if (strcmp(option, "--words") == 0) {
+            if (parse_size(value, 54, &words))
+                return usage_error(option, "a word count from 1 to 54", value);
         } else if (strcmp(option, "--type") == 0) {
             for (int t = 0; value && type_names[t]; t++)
                 if (strcmp(value, type_names[t]) == 0) type = t;
@@ -245,7 +241,7 @@ int reprod_cost_command(int argc, char **argv)
             machine.peer_set = sets;
             reprod_cost_native(&machine, &call, &native);
             machine.peer_set = sets + set_words;
-            reprod_cost_route(&machine, &call, route, spread, &shim);
+            reprod_cost_route(&machine, &call, route, (int)words, &shim);
             char label[48];
             snprintf(label, sizeof label, "native rank=%llu", (unsigned long long)r);
             print_line(label, &native, "native", sets, ranks);
@@ -280,7 +276,7 @@ int reprod_cost_command(int argc, char **argv)
     machine.peer_set = sets;
     reprod_cost_native(&machine, &call, &native);
     machine.peer_set = sets ? sets + set_words : NULL;
-    reprod_cost_route(&machine, &call, route, spread, &shim);
+    reprod_cost_route(&machine, &call, route, (int)words, &shim);
     print_line("native", &native, "native", sets, ranks);
     print_line("shim", &shim, route_word(route), sets ? sets + set_words : NULL, ranks);
     free(sets);

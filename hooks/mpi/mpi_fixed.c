@@ -19,18 +19,9 @@
 #include <string.h>
 
 /* Configuration. */
-/* REPROD_SCRATCH_MB bounds a call's scratch: half for a segment's codes (two bytes an element:
- * 2^24 elements at the default 64 MiB), half for a piece's words (2^22, or 2^21 twice where the
- * sums go beside). */
-static size_t segment_elements(void)
-{
-    return ((size_t)reprod_config()->scratch_mb << 20) / 4;
-}
-
-static size_t piece_words(int words_per_word)
-{
-    return ((size_t)reprod_config()->scratch_mb << 20) / 16 / (size_t)words_per_word;
-}
+#define SEGMENT_ELEMENTS ((size_t)1 << 21) /* engine elements per pass 1 (4 MiB of codes) */
+#define PIECE_WORDS      ((size_t)1 << 22) /* int64 words per pass-2 call at most (32 MiB) */
+#define WORDS_KEPT       2                 /* words per element the first scratch holds */
 #define ALIGN(bytes)     (((bytes) + 63) / 64 * 64)
 
 enum reprod_route mpi_route(const struct mpi_reduction *reduction,
@@ -62,6 +53,7 @@ struct fixed_run {
     const char *source; /* this rank's contribution, engine elements */
     char *result;       /* where this rank's result goes (NULL: none) */
     uint8_t *codes;     /* a segment's codes, reduced */
+    size_t *offsets;    /* a piece's word offsets (engine_fixed_layout) */
     int64_t *words;     /* room for word_capacity words */
     size_t word_capacity;
     void *words_raw;    /* words allocated beyond the first scratch, or NULL */
@@ -104,15 +96,17 @@ static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
                            const uint8_t *codes, size_t total)
 {
     int ranks = run->reduction->ranks;
-    ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_split(run->type, ranks,
-                                                                  run->source + first * run->bytes,
-                                                                  codes, count, total, run->words));
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, total)
                    : REPROD_MPI_OK;
     if (rc == REPROD_MPI_OK)
-        ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_round(
-                                         run->type, REPROD_SUM, ranks, run->dir, codes, count,
-                                         total, run->words, run->result + first * run->bytes));
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, run->words,
+                                               run->result + first * run->bytes));
     return rc;
 }
 
@@ -121,9 +115,10 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
 {
     const struct reprod_mpi *mpi = reprod_mpi();
     int ranks = run->reduction->ranks, is_root = run->reduction->rank == run->root;
-    ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_split(run->type, ranks,
-                                                                  run->source + first * run->bytes,
-                                                                  codes, count, total, run->words));
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     /* The root receives beside its words, not in place: MPICH 4.0's MPI_Reduce with
      * MPI_IN_PLACE on a root other than 0 reads MPI_IN_PLACE as a buffer from 512 elements. */
     int64_t *sums = run->words + total;
@@ -132,9 +127,10 @@ static int reduce_pass2(struct fixed_run *run, size_t first, size_t count, const
         rc = mpi->real.Reduce(run->words, is_root ? sums : NULL, (int)total, mpi->datatype_int64,
                               mpi->op_sum, run->root, run->reduction->comm);
     if (rc == REPROD_MPI_OK && is_root)
-        ENGINE_TIMED(run->reduction, reprod_engine_fixed_packed_round(
-                                         run->type, REPROD_SUM, ranks, run->dir, codes, count,
-                                         total, sums, run->result + first * run->bytes));
+        ENGINE_TIMED(run->reduction,
+                     reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
+                                               count, run->offsets, sums,
+                                               run->result + first * run->bytes));
     return rc;
 }
 
@@ -151,39 +147,31 @@ static int reduce_scatter_pass2(struct fixed_run *run, size_t first, size_t coun
     const struct reprod_mpi *mpi = reprod_mpi();
     struct mpi_reduction *reduction = run->reduction;
     int ranks = reduction->ranks, rank = reduction->rank;
-    (void)total; /* each rank's block is a stream of its own, from a word of its own */
-    size_t words = 0;
+    ENGINE_TIMED(run->reduction,
+                 reprod_engine_fixed_split(run->type, ranks, run->dir,
+                                           run->source + first * run->bytes, codes, count,
+                                           run->offsets, run->words));
     for (int r = 0; r < ranks; r++) {
         size_t low = in_piece(run->block_starts[r], first, count);
         size_t high = in_piece(run->block_starts[r + 1], first, count);
-        run->word_counts[r] =
-            (int)reprod_engine_fixed_packed_words(run->type, ranks, codes + 2 * low, high - low);
-        words += (size_t)run->word_counts[r];
+        run->word_counts[r] = (int)(run->offsets[high] - run->offsets[low]);
     }
-    ensure_words(run, 2 * words);
-    size_t at = 0;
-    for (int r = 0; r < ranks; r++) {
-        size_t low = in_piece(run->block_starts[r], first, count);
-        size_t high = in_piece(run->block_starts[r + 1], first, count);
-        ENGINE_TIMED(reduction, reprod_engine_fixed_packed_split(
-                                    run->type, ranks, run->source + (first + low) * run->bytes,
-                                    codes + 2 * low, high - low, (size_t)run->word_counts[r],
-                                    run->words + at));
-        at += (size_t)run->word_counts[r];
-    }
-    int64_t *mine = run->words + words;
+    int64_t *mine = run->words + total;
     int rc = REPROD_MPI_OK;
-    if (words)
+    if (total)
         rc = mpi->real.Reduce_scatter(run->words, mine, run->word_counts, mpi->datatype_int64,
                                       mpi->op_sum, reduction->comm);
     size_t low = in_piece(run->block_starts[rank], first, count);
     size_t high = in_piece(run->block_starts[rank + 1], first, count);
     if (rc == REPROD_MPI_OK && high > low) {
-        size_t result_at = first + low - (size_t)run->block_starts[rank];
-        ENGINE_TIMED(reduction, reprod_engine_fixed_packed_round(
-                                    run->type, REPROD_SUM, ranks, run->dir, codes + 2 * low,
-                                    high - low, (size_t)run->word_counts[rank], mine,
-                                    run->result + result_at * run->bytes));
+        /* Our elements' own offsets, from our first word (the piece's are no longer needed). */
+        reprod_engine_fixed_layout(run->type, ranks, run->dir, codes + 2 * low, high - low,
+                                   run->offsets);
+        size_t at = first + low - (size_t)run->block_starts[rank];
+        ENGINE_TIMED(reduction, reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir,
+                                                          codes + 2 * low, high - low,
+                                                          run->offsets, mine,
+                                                          run->result + at * run->bytes));
     }
     return rc;
 }
@@ -203,36 +191,19 @@ static int max_of_codes(struct mpi_reduction *reduction, uint8_t *codes, size_t 
     return rc;
 }
 
-/* The words handed to the library for a piece of `elements` whose fields take `words`: at least
- * the largest power of two not above the ranks where the elements are that many. The library's
- * Rabenseifner all-reduce (Open MPI's and MPICH's) needs a count of at least that power of two
- * and falls back otherwise (Open MPI: to a linear reduce and broadcast, O(N) messages); the
- * packed words, fewer than the elements, must not fall back where the call itself would not.
- * The words added are zeros on every rank. */
-static size_t padded_words(const struct fixed_run *run, size_t elements, size_t words)
-{
-    size_t power = 1;
-    while (power * 2 <= (size_t)run->reduction->ranks)
-        power *= 2;
-    if (run->pass2 == reduce_scatter_pass2 || elements < power || words >= power) return words;
-    return power;
-}
-
-/* Pass 1 a segment at a time, pass 2 a piece at a time, `elements` engine elements. The scratch:
- * a segment's codes, then a piece's words (twice where the sums go beside). */
+/* Pass 1 a segment at a time, pass 2 a piece at a time, `elements` engine elements. */
 static int run_segments(struct fixed_run *run, size_t elements)
 {
     struct mpi_reduction *reduction = run->reduction;
     int ranks = reduction->ranks;
-    size_t segment = elements < segment_elements() ? elements : segment_elements();
-    size_t codes_bytes = ALIGN(2 * segment), piece = piece_words(run->words_per_word);
-    size_t kept = piece * (size_t)run->words_per_word;
-    if (segment * 2 * (size_t)run->words_per_word < kept) /* a small call: two words an element */
-        kept = segment * 2 * (size_t)run->words_per_word;
+    size_t segment = elements < SEGMENT_ELEMENTS ? elements : SEGMENT_ELEMENTS;
+    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((segment + 1) * sizeof(size_t));
+    size_t kept = segment * WORDS_KEPT * (size_t)run->words_per_word;
     void *raw = NULL, *extra = NULL;
-    mpi_scratch(reduction, 0, &raw, codes_bytes + kept * sizeof(int64_t), &extra);
+    mpi_scratch(reduction, 0, &raw, codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
     run->codes = extra;
-    run->words = (int64_t *)((char *)extra + codes_bytes);
+    run->offsets = (size_t *)((char *)extra + codes_bytes);
+    run->words = (int64_t *)((char *)extra + codes_bytes + offsets_bytes);
     run->word_capacity = kept;
     run->words_raw = NULL;
     int rc = REPROD_MPI_OK;
@@ -243,12 +214,18 @@ static int run_segments(struct fixed_run *run, size_t elements)
         rc = max_of_codes(reduction, run->codes, 2 * count);
         for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
             const uint8_t *codes = run->codes + 2 * done;
-            size_t total = 0; /* the same cut on every rank: the codes are */
-            size_t take = reprod_engine_fixed_packed_fit(run->type, ranks, codes, count - done,
-                                                         piece, &total);
-            size_t words = padded_words(run, take, total);
-            ensure_words(run, words * (size_t)run->words_per_word); /* split zeroes them all */
-            rc = run->pass2(run, start + done, take, codes, words);
+            size_t left = count - done;
+            size_t total = reprod_engine_fixed_layout(run->type, ranks, run->dir, codes, left,
+                                                      run->offsets);
+            size_t take = left;
+            if (total > PIECE_WORDS) { /* the same cut on every rank: the codes are */
+                take = 1;
+                while (take < left && run->offsets[take + 1] <= PIECE_WORDS)
+                    take++;
+                total = run->offsets[take];
+            }
+            ensure_words(run, total * (size_t)run->words_per_word);
+            rc = run->pass2(run, start + done, take, codes, total);
             done += take;
         }
     }
@@ -352,7 +329,7 @@ int mpi_fixed_scan(struct mpi_reduction *reduction, const void *source, void *re
     reprod_type type = reduction->type.engine_type;
     size_t bytes = reprod_type_size(type), elements = engine_count(reduction, count);
     size_t per_element = (size_t)reprod_engine_fixed_full_words(type, reduction->ranks);
-    size_t piece = piece_words(1) / per_element;
+    size_t piece = PIECE_WORDS / per_element;
     if (piece > elements) piece = elements;
     int receives = !exclusive || reduction->rank > 0;
     int terms = exclusive ? reduction->rank : reduction->rank + 1;

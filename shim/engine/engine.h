@@ -32,10 +32,9 @@ int reprod_engine_exact(reprod_type type, reprod_op op, reprod_rounding rounding
 
 /* ---- The fixed-point route (engine_fixed.h has the arithmetic and why it is exact) -------
  * An exact sum through two of a library's own reductions: a MAX of two byte codes per element
- * (pass 1), then an int64 SUM of words (pass 2), rounded once (the GPU kernels lay pass 2 as
- * K whole words an element instead: shim/device/cuda_kernel_fixed.h). Every rank calls these
- * with the same `ranks` (the communicator's size), `type` (a complex type: twice the count of
- * its real type) and direction. A contribution is `count` elements of `type` at `terms`. */
+ * (pass 1), then an int64 SUM of words (pass 2), rounded once. Every rank calls these with the
+ * same `ranks` (the communicator's size), `type` (a complex type: twice the count of its real
+ * type) and direction. A contribution is `count` elements of `type` at `terms`. */
 
 /* 1 when the route can serve `ranks` contributions of `type` (ranks < 2^21). */
 int reprod_engine_fixed_supported(reprod_type type, int ranks);
@@ -44,26 +43,23 @@ int reprod_engine_fixed_supported(reprod_type type, int ranks);
  * with MAX (unsigned bytes) over the ranks. */
 void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes);
 
-/* Pass 2 (engine_fixed.h, "packed"): each element a field of a bit stream cut into digits of
- * reprod_engine_fixed_digit_bits(ranks) bits, one int64 word each, to be reduced with an int64
- * SUM over the ranks; the fields in element order from the stream's first bit, each as wide as
- * the element's reduced codes say (the same on every rank). The results: each element the exact
- * sum (REPROD_AVG: divided by `ranks`), rounded once in direction dir; the guarantees of
- * reprod_reduce_exact.
- * Fit: how many elements from the first (at least one) fit `max_words` words, *words the words
- * they take; words: the words of `count` elements. Split zeroes and writes this rank's `words`
- * words; round first carries the `words` summed words (in place), then rounds each element. */
-int reprod_engine_fixed_digit_bits(int ranks);
-size_t reprod_engine_fixed_packed_fit(reprod_type type, int ranks, const uint8_t *codes,
-                                      size_t count, size_t max_words, size_t *words);
-size_t reprod_engine_fixed_packed_words(reprod_type type, int ranks, const uint8_t *codes,
-                                        size_t count);
-void reprod_engine_fixed_packed_split(reprod_type type, int ranks, const void *terms,
-                                      const uint8_t *codes, size_t count, size_t words,
-                                      int64_t *out);
-void reprod_engine_fixed_packed_round(reprod_type type, reprod_op op, int ranks,
-                                      reprod_rounding dir, const uint8_t *codes, size_t count,
-                                      size_t words, int64_t *sums, void *result);
+/* From the reduced codes: the words each element takes in pass 2. With offsets non-NULL
+ * (count + 1 entries) offsets[i] is where element i's words start and offsets[count] the
+ * total. Returns the total number of int64 words. The same on every rank. */
+size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding dir,
+                                  const uint8_t *codes, size_t count, size_t *offsets);
+
+/* Pass 2: this rank's words (offsets[count] of them) of its terms, to be reduced with an int64
+ * SUM over the ranks. */
+void reprod_engine_fixed_split(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
+                               const uint8_t *codes, size_t count, const size_t *offsets,
+                               int64_t *words);
+
+/* The results from the summed words: each element the exact sum (REPROD_AVG: divided by
+ * `ranks`), rounded once in direction dir; the guarantees of reprod_reduce_exact. */
+void reprod_engine_fixed_round(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
+                               const uint8_t *codes, size_t count, const size_t *offsets,
+                               const int64_t *sums, void *result);
 
 /* One pass (no codes): reprod_engine_fixed_full_words(type, ranks) words per element, enough
  * for every value of the type, so one int64 SUM is the whole collective (a nonblocking one

@@ -1,16 +1,14 @@
 /* engine_fixed.c: the fixed-point route on host arrays (engine_fixed.h does one element).
  *
- * The MPI data path calls these around the library's own reductions: codes (pass 1, reduced
- * with MAX), fit and split (pass 2, the packed words, reduced with an int64 SUM), round; and the
- * one-pass form. Every rank derives the same fields from the same reduced codes, so the int64
- * buffers line up word for word.
+ * The data paths call these around the library's own reductions: codes (pass 1, reduced with
+ * MAX), layout and split (pass 2, reduced with an int64 SUM), round. Every rank computes the
+ * same layout from the same reduced codes, so the int64 buffers line up word for word.
  */
 #include "engine/engine.h"
 
 #define ENGINE_FUNCTION static inline __attribute__((always_inline))
 #include "engine/engine_fixed.h"
 
-#include <stdint.h>
 #include <string.h>
 
 /* Run `call` with `type` a constant, so that each loop is compiled once per type with the
@@ -74,6 +72,23 @@ int reprod_engine_fixed_supported(reprod_type type, int ranks)
 
 #define FIXED_INLINE static inline __attribute__((always_inline))
 
+/* Element i's layout from the one the caller computed (its words: the offsets' difference),
+ * without engine_fixed_element's division. */
+FIXED_INLINE struct engine_fixed_element element_at(const struct engine_format *f,
+                                                    const uint8_t *codes, const size_t *offsets,
+                                                    size_t i)
+{
+    struct engine_fixed_element e = {(int)(offsets[i + 1] - offsets[i]), 0};
+    unsigned hi = codes[2 * i];
+    if (hi == ENGINE_FIXED_HI_ZEROS) e.base_exponent = codes[2 * i + 1] != 0; /* a -0 among them */
+    if (hi >= ENGINE_FIXED_FIRST_BUCKET && hi != ENGINE_FIXED_HI_SPECIAL) {
+        int bias = (1 << (f->exponent_bits - 1)) - 1;
+        unsigned lowest = ENGINE_FIXED_LAST_BUCKET - codes[2 * i + 1];
+        e.base_exponent = engine_fixed_bucket_low(f, lowest) - bias - (f->precision - 1);
+    }
+    return e;
+}
+
 FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, uint8_t *codes)
 {
     struct engine_format f = engine_format_of(type);
@@ -88,33 +103,182 @@ void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count
 #undef CODES
 }
 
+FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir,
+                                const uint8_t *codes, size_t count, size_t *offsets)
+{
+    struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (offsets) offsets[i] = total;
+        total += (size_t)engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir)
+                     .words;
+    }
+    if (offsets) offsets[count] = total;
+    return total;
+}
+
+size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding dir,
+                                  const uint8_t *codes, size_t count, size_t *offsets)
+{
+    size_t total = 0;
+#define LAYOUT(t) total = layout_body(t, ranks, dir, codes, count, offsets)
+    FOR_EACH_TYPE(type, LAYOUT)
+#undef LAYOUT
+    return total;
+}
+
+/* ---- Binary32 elements of one word, a block at a time -------------------------------------
+ * Most binary32 elements take one word (their terms within 39 - log2 N binades of each other).
+ * For a block whose elements all do (each hi a finite bucket, so each takes at least one word,
+ * and the block's words as many as its elements), the split and the rounding below take no
+ * branch per element. They give the bits of engine_fixed_split and engine_fixed_round (the
+ * fuzzer runs blocks of both kinds): the split is the one-word case of
+ * engine_fixed_split_finite; the rounding converts the word sum S to binary64 (exact while
+ * |S| < 2^53, else the block takes the general loop), scales it by 2^B (a power of two, exact)
+ * and lets the hardware round that once to binary32 in the requested direction (MXCSR's
+ * rounding control; no flush to zero), which is the one rounding of the exact sum. */
+#define FAST_BLOCK 64
+
+/* 1 when elements i .. i + FAST_BLOCK - 1 all take exactly one word. */
+FIXED_INLINE int block_takes_one_word(const uint8_t *codes, const size_t *offsets, size_t i)
+{
+    if (offsets[i + FAST_BLOCK] - offsets[i] != FAST_BLOCK) return 0;
+    unsigned finite = 1;
+    for (size_t j = i; j < i + FAST_BLOCK; j++)
+        finite &= (codes[2 * j] >= ENGINE_FIXED_FIRST_BUCKET) &
+                  (codes[2 * j] != ENGINE_FIXED_HI_SPECIAL);
+    return (int)finite;
+}
+
+/* The lowest effective field of the bucket a lo code names (binary32: buckets are fields). */
+FIXED_INLINE int32_t float32_low_field(uint8_t lo)
+{
+    int32_t lowest = ENGINE_FIXED_LAST_BUCKET - (int32_t)lo;
+    return lowest == ENGINE_FIXED_FIRST_BUCKET ? 1 : lowest;
+}
+
+FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, int64_t *words)
+{
+    for (size_t j = 0; j < FAST_BLOCK; j++) {
+        uint32_t u;
+        memcpy(&u, terms + 4 * j, 4);
+        uint32_t magnitude = u & 0x7fffffffu, field = magnitude >> 23;
+        uint64_t m = (magnitude & 0x7fffffu) | ((uint64_t)(field != 0) << 23);
+        int32_t effective = field > 1 ? (int32_t)field : 1;
+        int32_t shift = effective - float32_low_field(codes[2 * j + 1]);
+        shift = shift > 0 ? shift : 0; /* a zero term: m = 0 */
+        int64_t word = (int64_t)(m << shift);
+        words[j] = (u >> 31) ? -word : word;
+    }
+}
+
 #if defined(__x86_64__)
-/* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`; returns the
- * caller's, for mxcsr_leave. */
-static unsigned mxcsr_enter(reprod_rounding dir)
+/* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`. */
+static unsigned mxcsr_of(reprod_rounding dir)
 {
     static const unsigned control[] = {0x1f80u, 0x7f80u, 0x5f80u, 0x3f80u}; /* near, zero, up, down */
-    unsigned saved = 0, wanted = control[dir];
-    __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
-    __asm__ volatile("ldmxcsr %0" : : "m"(wanted) : "memory");
-    return saved;
+    return control[dir];
 }
 
-static void mxcsr_leave(unsigned saved)
+/* Round a block from its word sums; 0 (nothing written) when a sum is beyond 2^53. */
+FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
+                                     reprod_rounding dir, char *result)
 {
-    __asm__ volatile("ldmxcsr %0" : : "m"(saved) : "memory");
+    int64_t beyond = 0;
+    for (size_t j = 0; j < FAST_BLOCK; j++) {
+        int64_t s = sums[j];
+        beyond |= (s < 0 ? -s : s) >> 53;
+    }
+    if (beyond) return 0;
+    uint32_t zero = dir == REPROD_ROUND_DOWN ? 0x80000000u : 0; /* an exactly zero sum */
+    for (size_t j = 0; j < FAST_BLOCK; j++) {
+        int32_t base = float32_low_field(codes[2 * j + 1]) - 127 - 23; /* >= -149 */
+        double scale = engine_double_from_bits((uint64_t)(base + 1023) << 52);
+        float rounded = (float)((double)sums[j] * scale);
+        uint32_t bits = engine_float_bits(rounded);
+        bits = sums[j] == 0 ? zero : bits;
+        memcpy(result + 4 * j, &bits, 4);
+    }
+    return 1;
 }
-
-/* The bits of sum * 2^base (|sum| <= 2^53, base >= -149) rounded once to binary32 under
- * mxcsr_enter's direction; `zero` for a sum of 0. */
-FIXED_INLINE uint32_t float32_of_scaled(int64_t sum, int32_t base, uint32_t zero)
-{
-    double scale = engine_double_from_bits((uint64_t)(base + 1023) << 52);
-    uint32_t bits = engine_float_bits((float)((double)sum * scale));
-    return sum == 0 ? zero : bits;
-}
-
 #endif
+
+FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
+                             const uint8_t *codes, size_t count, const size_t *offsets,
+                             int64_t *words)
+{
+    struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+    (void)dir; /* in the offsets already */
+    for (size_t i = 0; i < count;) {
+        if (type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
+            block_takes_one_word(codes, offsets, i)) {
+            split_float32_block((const char *)terms + 4 * i, codes + 2 * i, words + offsets[i]);
+            i += FAST_BLOCK;
+            continue;
+        }
+        size_t end = i + FAST_BLOCK < count ? i + FAST_BLOCK : count;
+        for (; i < end; i++) {
+            struct engine_fixed_element e = element_at(&f, codes, offsets, i);
+            engine_fixed_split(&f, load_bits(type, terms, i), word_bits, codes[2 * i], e,
+                               words + offsets[i]);
+        }
+    }
+}
+
+void reprod_engine_fixed_split(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
+                               const uint8_t *codes, size_t count, const size_t *offsets,
+                               int64_t *words)
+{
+#define SPLIT(t) split_body(t, ranks, dir, terms, codes, count, offsets, words)
+    FOR_EACH_TYPE(type, SPLIT)
+#undef SPLIT
+}
+
+FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
+                             const uint8_t *codes, size_t count, const size_t *offsets,
+                             const int64_t *sums, void *result)
+{
+    struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+#if defined(__x86_64__)
+    int fast = type == REPROD_FLOAT32 && (op == REPROD_SUM || ranks == 1);
+    unsigned saved = 0, wanted = mxcsr_of(dir);
+    if (fast) {
+        __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
+        __asm__ volatile("ldmxcsr %0" : : "m"(wanted) : "memory");
+    }
+#endif
+    for (size_t i = 0; i < count;) {
+#if defined(__x86_64__)
+        if (fast && i + FAST_BLOCK <= count && block_takes_one_word(codes, offsets, i) &&
+            round_float32_block(codes + 2 * i, sums + offsets[i], dir, (char *)result + 4 * i)) {
+            i += FAST_BLOCK;
+            continue;
+        }
+#endif
+        size_t end = i + FAST_BLOCK < count ? i + FAST_BLOCK : count;
+        for (; i < end; i++) {
+            struct engine_fixed_element e = element_at(&f, codes, offsets, i);
+            store_bits(type, result, i,
+                       engine_fixed_round(&f, sums + offsets[i], word_bits, codes[2 * i], e, op,
+                                          ranks, dir));
+        }
+    }
+#if defined(__x86_64__)
+    if (fast) __asm__ volatile("ldmxcsr %0" : : "m"(saved) : "memory");
+#endif
+}
+
+void reprod_engine_fixed_round(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
+                               const uint8_t *codes, size_t count, const size_t *offsets,
+                               const int64_t *sums, void *result)
+{
+#define ROUND(t) round_body(t, op, ranks, dir, codes, count, offsets, sums, result)
+    FOR_EACH_TYPE(type, ROUND)
+#undef ROUND
+}
 
 int reprod_engine_fixed_full_words(reprod_type type, int ranks)
 {
@@ -156,129 +320,4 @@ void reprod_engine_fixed_full_round_prefix(reprod_type type, int ranks, int term
         store_bits(type, result, i,
                    engine_fixed_full_round_terms(&f, sums + i * (size_t)e.words, word_bits, e,
                                                  REPROD_SUM, terms, dir));
-}
-
-/* ---- Pass 2 packed (engine_fixed.h: the fields of one bit stream) -------------------------- */
-
-int reprod_engine_fixed_digit_bits(int ranks)
-{
-    return engine_fixed_word_bits(ranks);
-}
-
-/* The elements from the first whose fields fit `max_words` words (at least one, at most
- * count), and in *words the words they take. */
-FIXED_INLINE size_t packed_fit_body(reprod_type type, int ranks, const uint8_t *codes, size_t count,
-                                    size_t max_words, size_t *words)
-{
-    struct engine_format f = engine_format_of(type);
-    int digit_bits = engine_fixed_word_bits(ranks);
-    size_t at = 0, room = max_words > SIZE_MAX / 64 ? SIZE_MAX : max_words * (size_t)digit_bits;
-    size_t i = 0;
-    for (; i < count; i++) {
-        size_t bits =
-            (size_t)engine_fixed_packed_field(&f, digit_bits, codes[2 * i], codes[2 * i + 1]).bits;
-        if (i > 0 && at + bits > room) break;
-        at += bits;
-    }
-    *words = (at + (size_t)digit_bits - 1) / (size_t)digit_bits;
-    return i;
-}
-
-size_t reprod_engine_fixed_packed_fit(reprod_type type, int ranks, const uint8_t *codes,
-                                      size_t count, size_t max_words, size_t *words)
-{
-    size_t taken = 0;
-#define FIT(t) taken = packed_fit_body(t, ranks, codes, count, max_words, words)
-    FOR_EACH_TYPE(type, FIT)
-#undef FIT
-    return taken;
-}
-
-size_t reprod_engine_fixed_packed_words(reprod_type type, int ranks, const uint8_t *codes,
-                                        size_t count)
-{
-    size_t words = 0;
-    reprod_engine_fixed_packed_fit(type, ranks, codes, count, SIZE_MAX, &words);
-    return words;
-}
-
-FIXED_INLINE void packed_split_body(reprod_type type, int ranks, const void *terms,
-                                    const uint8_t *codes, size_t count, size_t n, int64_t *words)
-{
-    struct engine_format f = engine_format_of(type);
-    int digit_bits = engine_fixed_word_bits(ranks);
-    uint64_t *digits = (uint64_t *)words;
-    memset(digits, 0, n * sizeof *digits);
-    struct engine_fixed_at at = {0, 0};
-    for (size_t i = 0; i < count; i++) {
-        unsigned hi = codes[2 * i];
-        struct engine_fixed_field e =
-            engine_fixed_packed_field(&f, digit_bits, hi, codes[2 * i + 1]);
-        if (e.bits)
-            engine_fixed_packed_split(&f, load_bits(type, terms, i), hi, e, digits, digit_bits, at);
-        at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
-    }
-}
-
-void reprod_engine_fixed_packed_split(reprod_type type, int ranks, const void *terms,
-                                      const uint8_t *codes, size_t count, size_t n, int64_t *words){
-#define SPLIT(t) packed_split_body(t, ranks, terms, codes, count, n, words)
-    FOR_EACH_TYPE(type, SPLIT)
-#undef SPLIT
-}
-
-FIXED_INLINE void packed_round_body(reprod_type type, reprod_op op, int ranks, reprod_rounding dir,
-                                    const uint8_t *codes, size_t count, size_t n, int64_t *sums,
-                                    void *result)
-{
-    struct engine_format f = engine_format_of(type);
-    int digit_bits = engine_fixed_word_bits(ranks);
-    uint64_t *digits = (uint64_t *)sums, mask = (1ull << digit_bits) - 1, carry = 0;
-    for (size_t j = 0; j < n; j++) { /* each sum below 2^63, each carry below N */
-        uint64_t t = digits[j] + carry;
-        digits[j] = t & mask;
-        carry = t >> digit_bits;
-    }
-    struct engine_fixed_at at = {0, 0};
-#if defined(__x86_64__)
-    /* Binary32 sums: a field of at most 63 bits whose sum is below 2^53 converts to binary64
-     * exactly and is scaled by 2^B exactly; the hardware's conversion to binary32 in the
-     * requested direction (MXCSR) is then the one rounding (as round_float32_block). */
-    int fast = type == REPROD_FLOAT32 && (op == REPROD_SUM || ranks == 1);
-    unsigned saved = fast ? mxcsr_enter(dir) : 0;
-    uint32_t zero = dir == REPROD_ROUND_DOWN ? 0x80000000u : 0; /* an exactly zero sum */
-#endif
-    for (size_t i = 0; i < count; i++) {
-        unsigned hi = codes[2 * i];
-        struct engine_fixed_field e =
-            engine_fixed_packed_field(&f, digit_bits, hi, codes[2 * i + 1]);
-#if defined(__x86_64__)
-        if (fast && hi >= ENGINE_FIXED_FIRST_BUCKET && hi != ENGINE_FIXED_HI_SPECIAL &&
-            e.bits <= 63) {
-            uint64_t field = engine_fixed_stream_get(digits, digit_bits, at, e.bits);
-            int64_t sum = (int64_t)(field - ((uint64_t)ranks << e.span));
-            if ((uint64_t)(sum + (1ll << 53)) <= (1ull << 54)) {
-                uint32_t bits = float32_of_scaled(sum, e.base_exponent, zero);
-                memcpy((char *)result + 4 * i, &bits, 4);
-                at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
-                continue;
-            }
-        }
-#endif
-        store_bits(type, result, i,
-                   engine_fixed_packed_round(&f, digits, digit_bits, at, hi, e, op, ranks, dir));
-        at = engine_fixed_after(at, digit_bits, (uint64_t)e.bits);
-    }
-#if defined(__x86_64__)
-    if (fast) mxcsr_leave(saved);
-#endif
-}
-
-void reprod_engine_fixed_packed_round(reprod_type type, reprod_op op, int ranks,
-                                      reprod_rounding dir, const uint8_t *codes, size_t count,
-                                      size_t n, int64_t *sums, void *result)
-{
-#define ROUND(t) packed_round_body(t, op, ranks, dir, codes, count, n, sums, result)
-    FOR_EACH_TYPE(type, ROUND)
-#undef ROUND
 }

@@ -214,7 +214,7 @@ const struct reprod_setting reprod_settings[] = {
      .default_value = "64",
      .parse = parse_scratch,
      .show = show_scratch,
-     .help = "bound on the scratch of one NCCL reduction (device) and of one MPI reduction on the fixed route (host); larger messages go in pieces"},
+     .help = "bound on the device scratch of one NCCL reduction; larger messages go in pieces"},
     {.name = "REPROD_ROUTE",
      .words = route_words,
      WORD_FIELD(route),

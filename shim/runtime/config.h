@@ -29,7 +29,7 @@ struct reprod_config {
     int verbose;                    /* REPROD_VERBOSE: 0, 1 or 2 */
     char log_pattern[PATH_MAX];     /* REPROD_LOG; empty: stderr */
     char trace_dir[PATH_MAX];       /* REPROD_TRACE; empty: no trace */
-    unsigned scratch_mb;            /* REPROD_SCRATCH_MB: scratch per call (MiB), NCCL and MPI */
+    unsigned scratch_mb;            /* REPROD_SCRATCH_MB: device scratch bound per call (MiB) */
     int route;                      /* REPROD_ROUTE: enum reprod_route_setting (route.h) */
     const char *launcher;           /* non-NULL: this process is that launcher (launcher.h) */
 };

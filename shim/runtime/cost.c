@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The fixed route's cut of a call at REPROD_SCRATCH_MB's default 64 MiB (hooks/mpi/mpi_fixed.c):
- * a pass 1 of codes a segment at a time (2 bytes an element), then its words at most a piece a
- * call (int64). */
-#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 24)
+/* The fixed route's cut of a call (hooks/mpi/mpi_fixed.c's SEGMENT_ELEMENTS and PIECE_WORDS):
+ * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
+#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 21)
 #define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
 
 /* ---- The machine ------------------------------------------------------------------------- */
@@ -40,22 +39,17 @@ int reprod_cost_type_bytes(reprod_type type)
     return type == REPROD_FLOAT64 ? 8 : type == REPROD_FLOAT32 ? 4 : 2;
 }
 
-int reprod_cost_span_bits(reprod_type type, int spread)
+int reprod_cost_typical_words(reprod_type type, int ranks)
 {
-    /* T - B of engine_fixed_element: the significand and the buckets from the largest term's to
-     * the smallest's (binades; binary64's buckets are 8 binades, its one bucket spans 60 bits). */
-    if (spread < 0) spread = REPROD_COST_TYPICAL_SPREAD;
-    if (type == REPROD_FLOAT64) return 60 + 8 * ((spread + 7) / 8);
-    return (type == REPROD_FLOAT32 ? 24 : type == REPROD_BFLOAT16 ? 8 : 11) + spread;
-}
-
-/* c, the bits of the rank count: 63 - W. */
-static int rank_bits(int ranks)
-{
-    int c = 0;
+    /* A finite element within one bucket: its bits span the bucket's binades and the
+     * significand (engine_fixed_element): 24 + 0 (binary32), 11 and 8 (16-bit types), 60
+     * (binary64: 8 binades a bucket); a few binades more for contributions that differ. */
+    int word_bits = 63, c = 0;
     while ((1 << c) < ranks)
         c++;
-    return c;
+    word_bits -= c;
+    int bits = type == REPROD_FLOAT64 ? 60 + 8 : type == REPROD_FLOAT32 ? 24 + 8 : 11 + 8;
+    return (bits + word_bits - 1) / word_bits;
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------- */
@@ -197,22 +191,10 @@ static void scale(struct reprod_cost *sum, const struct reprod_cost *part, uint6
     sum->time_us += part->time_us * (double)times;
 }
 
-/* hooks/mpi/mpi_fixed.c's padded_words: a piece of at least as many elements as the largest
- * power of two not above n hands the library at least that many words. */
-static uint64_t padded(uint64_t words, uint64_t elements, int n)
-{
-    uint64_t power = 1;
-    while (power * 2 <= (uint64_t)n)
-        power *= 2;
-    return elements >= power && words < power ? power : words;
-}
-
 /* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
- * of its words (int64) a piece at a time: NCCL k words an element (hooks/nccl/nccl_fixed.c),
- * MPI the packed fields of `field` bits in digits of 63 - c bits, pieces cut between elements
- * (hooks/mpi/mpi_fixed.c). */
+ * of its words (int64, k an element) a piece at a time. */
 static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
-                          int k, int field, struct reprod_cost *cost)
+                          int k, struct reprod_cost *cost)
 {
     struct reprod_cost part;
     memset(cost, 0, sizeof *cost);
@@ -220,21 +202,9 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
     scale(cost, &part, 1);
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
-    uint64_t words, piece, pieces, rest;
-    if (nccl) {
-        words = piece = elements * (uint64_t)k, pieces = 1, rest = 0;
-    } else {
-        uint64_t digit = (uint64_t)(63 - rank_bits(n));
-        uint64_t per_piece = FIXED_PIECE_WORDS * digit / (uint64_t)field; /* elements */
-        if (per_piece == 0) per_piece = 1;
-        if (per_piece > elements) per_piece = elements;
-        piece = padded((per_piece * (uint64_t)field + digit - 1) / digit, per_piece, n);
-        pieces = elements / per_piece;
-        uint64_t left = elements % per_piece;
-        rest = left ? padded((left * (uint64_t)field + digit - 1) / digit, left, n) : 0;
-        words = piece * pieces + rest;
-    }
-    (void)words;
+    uint64_t words = elements * (uint64_t)k;
+    uint64_t piece = nccl || words <= FIXED_PIECE_WORDS ? words : FIXED_PIECE_WORDS / (uint64_t)k * (uint64_t)k;
+    uint64_t pieces = words / piece, rest = words % piece;
     library_allreduce(m, nccl, n, (int64_t)piece, 8, &part);
     scale(cost, &part, pieces);
     if (rest) {
@@ -246,7 +216,7 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
 }
 
 int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_route_call *call,
-                      enum reprod_route route, int spread, struct reprod_cost *cost)
+                      enum reprod_route route, int words, struct reprod_cost *cost)
 {
     memset(cost, 0, sizeof *cost);
     int n = call->ranks, size = reprod_cost_type_bytes(call->type);
@@ -282,17 +252,15 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         cost->time_us += (double)count * full_words * m->fixed_ns * 1e-3;
         return 0;
     }
-    int span = reprod_cost_span_bits(call->type, spread), c = rank_bits(n);
-    int k = (span + 62 - c) / (63 - c); /* NCCL's words an element */
-    int field = span + 1 + c;           /* MPI's packed field */
+    int k = words > 0 ? words : reprod_cost_typical_words(call->type, n);
     uint64_t cut = call->nccl ? nccl_piece : m->segment_elements ? m->segment_elements : count;
     uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;
     struct reprod_cost one;
-    fixed_segment(m, call->nccl, n, segment, k, field, &one);
+    fixed_segment(m, call->nccl, n, segment, k, &one);
     scale(cost, &one, full);
     if (rest) {
-        fixed_segment(m, call->nccl, n, rest, k, field, &one);
+        fixed_segment(m, call->nccl, n, rest, k, &one);
         scale(cost, &one, 1);
     }
     if (full + (rest != 0) > 1) {
@@ -304,15 +272,7 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         memcpy(cost->algorithm, one.algorithm, sizeof one.algorithm);
     }
     /* The scratch of one segment: its codes, word offsets and at least two words an element. */
-    double per_element = call->nccl ? k : (double)field / (63 - c); /* words an element */
-    if (call->nccl) { /* a piece's codes, word offsets and at least two words an element */
-        cost->memory += 2 * segment + 8 * (segment + 1) + 8 * segment * (uint64_t)(k > 2 ? k : 2);
-    } else { /* a segment's codes, a piece's words (a small call: two words an element) */
-        uint64_t words = 2 * segment < FIXED_PIECE_WORDS ? 2 * segment : FIXED_PIECE_WORDS;
-        uint64_t needed = (uint64_t)(per_element * (double)segment) + 1;
-        if (needed > FIXED_PIECE_WORDS) needed = FIXED_PIECE_WORDS;
-        cost->memory += (2 * segment + 63) / 64 * 64 + 8 * (needed > words ? needed : words);
-    }
-    cost->time_us += (double)count * per_element * m->fixed_ns * 1e-3;
+    cost->memory += 2 * segment + 8 * (segment + 1) + 8 * segment * (uint64_t)(k > 2 ? k : 2);
+    cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;
 }

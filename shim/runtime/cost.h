@@ -52,19 +52,15 @@ struct reprod_cost {
 int reprod_cost_native(const struct reprod_cost_machine *machine,
                        const struct reprod_route_call *call, struct reprod_cost *cost);
 
-/* The shim's reduction of `call` by `route`. spread: the binades between the largest and the
- * smallest term of an element, which set the fixed route's words (negative: typical,
- * REPROD_COST_TYPICAL_SPREAD). 0, or -1 as above. */
+/* The shim's reduction of `call` by `route`. words_per_element: the fixed route's K (0: the
+ * type's typical K, reprod_cost_typical_words). 0, or -1 as above. */
 int reprod_cost_route(const struct reprod_cost_machine *machine,
-                      const struct reprod_route_call *call, enum reprod_route route, int spread,
-                      struct reprod_cost *cost);
+                      const struct reprod_route_call *call, enum reprod_route route,
+                      int words_per_element, struct reprod_cost *cost);
 
-/* Terms a few binades apart (contributions that differ, not the full range of the type). */
-#define REPROD_COST_TYPICAL_SPREAD 8
-
-/* The bits an element's terms span in the fixed route (T - B of engine_fixed.h): 24 + spread
- * for binary32, 60 + spread rounded up to 8 for binary64 (its buckets are 8 binades). */
-int reprod_cost_span_bits(reprod_type type, int spread);
+/* K for contributions within a few binades of each other: 1 for the 16- and 32-bit types
+ * while ranks leave a word room for them, 2 for binary64 (its buckets are 8 binades). */
+int reprod_cost_typical_words(reprod_type type, int ranks);
 
 /* Bytes of one element of `type`. */
 int reprod_cost_type_bytes(reprod_type type);

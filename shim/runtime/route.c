@@ -36,8 +36,8 @@ enum reprod_route reprod_route_by_model(const struct reprod_route_call *call)
     fenv_t caller;
     feholdexcept(&caller);
     fesetround(FE_TONEAREST);
-    reprod_cost_route(&machine, &priced, REPROD_ROUTE_EXCHANGE, -1, &exchange);
-    reprod_cost_route(&machine, &priced, fixed, -1, &other);
+    reprod_cost_route(&machine, &priced, REPROD_ROUTE_EXCHANGE, 0, &exchange);
+    reprod_cost_route(&machine, &priced, fixed, 0, &other);
     enum reprod_route route = other.time_us < exchange.time_us ? fixed : REPROD_ROUTE_EXCHANGE;
     fesetenv(&caller);
     return route;

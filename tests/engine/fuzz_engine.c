@@ -284,11 +284,11 @@ static void check_run(struct fuzz_case *c, const char *what, const char *way, in
 
 static const char *const level_names[] = {"generic kernels", "AVX2 kernels", "AVX-512 kernels"};
 
+
 /* The fixed-point route (engine_fixed.h) against the same expected bits: the host arrays as
- * the MPI path calls them with the real rank count (the packed words; the one pass), and element
- * by element at the real word or a narrower one than the rank count needs (more words, carries
- * across them): the K words of the GPU kernels, the one pass, a packed field alone at any bit of
- * a stream. The word sums must not overflow int64. */
+ * the data paths call them with the real rank count, and element by element at a narrower
+ * word than the rank count needs (more words, carries across them), both the two-pass and the
+ * one-pass layouts. The words' sums are taken in int64 and must not overflow. */
 static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expected)
 {
     struct engine_format f = engine_format_of(c->type);
@@ -300,66 +300,42 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
         for (size_t b = 0; b < 2 * count; b++)
             if (mine[b] > codes[b]) codes[b] = mine[b];
     }
+    size_t *offsets = checked_malloc((count + 1) * sizeof(size_t));
+    size_t total = reprod_engine_fixed_layout(c->type, c->n, c->dir, codes, count, offsets);
     int full = reprod_engine_fixed_full_words(c->type, c->n);
-    size_t words = count * (size_t)full;
+    size_t words = total > count * (size_t)full ? total : count * (size_t)full;
     int64_t *sums = checked_malloc((words + 1) * sizeof(int64_t));
     int64_t *part = checked_malloc((words + 1) * sizeof(int64_t));
     char *out = checked_malloc(count * tf_size(c->type) + 1);
     int overflow = 0;
-    /* The one pass, as the data paths call it. */
-    memset(sums, 0, words * sizeof(int64_t));
-    for (int k = 0; k < c->n; k++) {
-        reprod_engine_fixed_full_split(c->type, c->n, c->contributions[k], count, part);
-        for (size_t w = 0; w < words; w++)
-            overflow |= __builtin_add_overflow(sums[w], part[w], &sums[w]);
-    }
-    reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, out);
-    if (overflow) {
-        print_case_header(c, "fixed point");
-        fprintf(stderr, "  an int64 word sum overflowed\n");
-        c->mismatches++;
-    }
-    check_result(c, "fixed point against MPFR mpfr_sum", "one pass", expected, out, 0);
-    /* Packed (the words as fields of one bit stream), as the data paths call it. */
-    {
-        size_t digits = reprod_engine_fixed_packed_words(c->type, c->n, codes, count);
-        size_t fitted = 0;
-        if (reprod_engine_fixed_packed_fit(c->type, c->n, codes, count, digits, &fitted) != count ||
-            fitted != digits) {
-            print_case_header(c, "fixed point, packed");
-            fprintf(stderr, "  fit: %zu words do not hold the %zu elements\n", digits, count);
-            c->mismatches++;
-        }
-        uint64_t *packed_sums = checked_malloc((digits + 1) * sizeof(uint64_t));
-        int64_t *packed_part = checked_malloc((digits + 1) * sizeof(int64_t));
-        memset(packed_sums, 0, (digits + 1) * sizeof(uint64_t));
-        int packed_overflow = 0;
+    for (int pass = 0; pass < 2; pass++) { /* two passes, then one */
+        size_t n_words = pass == 0 ? total : count * (size_t)full;
+        memset(sums, 0, n_words * sizeof(int64_t));
         for (int k = 0; k < c->n; k++) {
-            reprod_engine_fixed_packed_split(c->type, c->n, c->contributions[k], codes, count,
-                                             digits, packed_part);
-            for (size_t w = 0; w < digits; w++) {
-                packed_overflow |= packed_part[w] < 0 ||
-                                   packed_part[w] >> reprod_engine_fixed_digit_bits(c->n) != 0;
-                packed_sums[w] += (uint64_t)packed_part[w];
-                packed_overflow |= packed_sums[w] >> 63 != 0;
-            }
+            if (pass == 0)
+                reprod_engine_fixed_split(c->type, c->n, c->dir, c->contributions[k], codes,
+                                          count, offsets, part);
+            else
+                reprod_engine_fixed_full_split(c->type, c->n, c->contributions[k], count, part);
+            for (size_t w = 0; w < n_words; w++)
+                overflow |= __builtin_add_overflow(sums[w], part[w], &sums[w]);
         }
-        reprod_engine_fixed_packed_round(c->type, c->op, c->n, c->dir, codes, count, digits,
-                                         (int64_t *)packed_sums, out);
-        if (packed_overflow) {
-            print_case_header(c, "fixed point, packed");
-            fprintf(stderr, "  a digit beyond its bits, or a digit sum beyond 2^63\n");
+        if (pass == 0)
+            reprod_engine_fixed_round(c->type, c->op, c->n, c->dir, codes, count, offsets, sums,
+                                      out);
+        else
+            reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, out);
+        if (overflow) {
+            print_case_header(c, "fixed point");
+            fprintf(stderr, "  an int64 word sum overflowed\n");
             c->mismatches++;
         }
-        check_result(c, "fixed point against MPFR mpfr_sum", "two passes, packed", expected, out,
-                     0);
-        free(packed_sums), free(packed_part);
+        check_result(c, "fixed point against MPFR mpfr_sum",
+                     pass == 0 ? "two passes" : "one pass", expected, out, 0);
     }
-    /* Element by element (the GPU kernels' K words; packed at any bit of a stream), at the real
-     * word or a narrower one: W from a rank count up to 2^21 - 1. */
+    /* Element by element at a narrow word: W from a rank count up to 2^21 - 1. */
     int word_bits = engine_fixed_word_bits(1 << rng_range(r, 0, ENGINE_FIXED_COUNT_BITS - 1));
-    if (word_bits > engine_fixed_word_bits(c->n) || rng_range(r, 0, 1))
-        word_bits = engine_fixed_word_bits(c->n);
+    if (word_bits > engine_fixed_word_bits(c->n)) word_bits = engine_fixed_word_bits(c->n);
     int64_t element_sums[ENGINE_FIXED_MAX_WORDS], element_part[ENGINE_FIXED_MAX_WORDS];
     for (size_t i = 0; i < count; i++) {
         struct engine_fixed_element e =
@@ -384,37 +360,11 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
                                                             c->op, c->n, c->dir);
             if (got[pass] != expected[i])
                 report(c, "fixed point against MPFR mpfr_sum",
-                       pass == 0 ? "two passes, element words" : "one pass, element words", i,
+                       pass == 0 ? "two passes, narrow words" : "one pass, narrow words", i,
                        expected[i], got[pass]);
         }
-        /* Packed, one element alone at a random bit of the stream, with the narrow digit. */
-        struct engine_fixed_field field =
-            engine_fixed_packed_field(&f, word_bits, codes[2 * i], codes[2 * i + 1]);
-        uint64_t bit = (uint64_t)rng_range(r, 0, 200);
-        struct engine_fixed_at at = {bit / (uint64_t)word_bits, (int)(bit % (uint64_t)word_bits)};
-        size_t n_digits = (size_t)((bit + (uint64_t)field.bits) / (uint64_t)word_bits + 1);
-        uint64_t stream_sums[ENGINE_FIXED_MAX_CHUNKS + 8] = {0};
-        uint64_t stream_part[ENGINE_FIXED_MAX_CHUNKS + 8];
-        for (int k = 0; k < c->n; k++) {
-            memset(stream_part, 0, sizeof stream_part);
-            engine_fixed_packed_split(&f, term(c, k, i), codes[2 * i], field, stream_part,
-                                      word_bits, at);
-            for (size_t w = 0; w < n_digits; w++)
-                stream_sums[w] += stream_part[w];
-        }
-        uint64_t carry = 0, digit_mask = (1ull << word_bits) - 1;
-        for (size_t w = 0; w < n_digits; w++) {
-            uint64_t t = stream_sums[w] + carry;
-            stream_sums[w] = t & digit_mask;
-            carry = t >> word_bits;
-        }
-        uint64_t packed = engine_fixed_packed_round(&f, stream_sums, word_bits, at, codes[2 * i],
-                                                    field, c->op, c->n, c->dir);
-        if (packed != expected[i] || carry != 0)
-            report(c, "fixed point against MPFR mpfr_sum", "packed, element alone", i, expected[i],
-                   packed);
     }
-    free(codes), free(mine), free(sums), free(part), free(out);
+    free(codes), free(mine), free(offsets), free(sums), free(part), free(out);
 }
 
 /* The exact reduction in every way against MPFR. */

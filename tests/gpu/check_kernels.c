@@ -18,9 +18,6 @@
 #include "engine/engine.h"
 #include "reprod.h"
 
-#define ENGINE_FUNCTION static inline
-#include "engine/engine_fixed.h" /* K of an element, as the kernel finds it */
-
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,6 +221,7 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     unsigned char *host = malloc(bytes), *want = malloc(size * elements), *got = malloc(size * elements);
     uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1), *want_codes = malloc(2 * elements);
     int64_t *words = malloc(8 * elements * (size_t)full), *sums = malloc(8 * elements * (size_t)full);
+    size_t *offsets = malloc(sizeof *offsets * (elements + 1));
     fill(type, host, elements, ranks);
     const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
     for (int k = 0; k < ranks; k++)
@@ -258,14 +256,10 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     int32_t cell[2] = {0, 0};
     CHECK(reprod_cuda_readback(stream, DEVICE, max_words, readback_arrived, cell));
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
-    struct engine_format format = engine_format_of(type);
+    reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
     int most = 1;
-    for (size_t i = 0; i < elements; i++) {
-        int k = engine_fixed_element(&format, engine_fixed_word_bits(ranks), max_codes[2 * i],
-                                     max_codes[2 * i + 1], dir)
-                    .words;
-        if (k > most) most = k;
-    }
+    for (size_t i = 0; i < elements; i++)
+        if ((int)(offsets[i + 1] - offsets[i]) > most) most = (int)(offsets[i + 1] - offsets[i]);
     if (!cell[1] || cell[0] != most) fixed_mismatch("the words an element read back", type, op, dir, ranks);
     /* pass 2: each rank's words, summed as NCCL's int64 sum would, then rounded */
     for (int layout = 0; layout < 2; layout++) {
@@ -294,7 +288,7 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     reprod_cuda_scratch_free(max_words, stream, DEVICE);
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
     free(host), free(want), free(got), free(codes), free(max_codes), free(want_codes);
-    free(words), free(sums), free(pointers);
+    free(words), free(sums), free(offsets), free(pointers);
 }
 
 /* A captured reduction replayed twice on different data. */

@@ -8,7 +8,7 @@
 # Messages and peers must match exactly, rank by rank; bytes within BYTES_TOLERANCE_PERCENT (the
 # model prices the Bruck and neighbour all-gather-v with the average chunk). Then the model's
 # own claims: the exchange at 2 and 4 ranks, the targets at 1,024 and 16,384 ranks (memory
-# bounded whatever N; shim/native time at most 2 but for the misses listed and bounded below),
+# independent of N; shim/native time at most 2 but for the misses listed and bounded below),
 # and its refusal of bad arguments. No timing: every figure is a count or the model's arithmetic.
 . tests/lib.sh
 reprod=$BUILD/reprod
@@ -23,14 +23,12 @@ field() {
 
 # model NP LABEL ROUTE TYPES: one line a rank, "rank messages bytes peers", the model's figures of
 # that rank for the calls of TYPES (float32 float64) at 8 B, 4 KiB and 1 MiB: messages and bytes
-# summed, the peers those calls send to counted once (`reprod cost --rank all` lists them). The
-# job's terms of an element lie in one bucket: --spread 0.
+# summed, the peers those calls send to counted once (`reprod cost --rank all` lists them).
 model() {
     local np=$1 label=$2 route=$3 types=$4 type size
     for type in $types; do
         for size in 8 4096 1048576; do
-            "$reprod" cost --ranks "$np" --bytes "$size" --type "$type" --route "$route" --rank all \
-                --spread 0 ||
+            "$reprod" cost --ranks "$np" --bytes "$size" --type "$type" --route "$route" --rank all ||
                 fail "reprod cost --ranks $np --bytes $size --type $type --rank all failed"
         done
     done | awk -v label="$label" '$1 == label {
@@ -92,23 +90,22 @@ done
 ok "the exchange at np=2 and 4 for every size (make bench keeps its ratios), the fixed route at 32"
 
 # Targets at 1,024 and 16,384 ranks (issue 19): shim/native time at most 2 for every size, memory
-# bounded whatever N. The time target is missed where KNOWN_MISSED says (docs/performance.md, "The
-# cost model", says why: two passes of latency; the packed words of binary32 terms 8 binades
-# apart, 2.1x (1,024 ranks) and 2.4x (16,384) native's bytes with the codes; the pieces' latency
-# above 64 MiB); each listed cell carries today's figure, and a cell that gets 5% worse, or one
-# missed that is not listed, fails.
-KNOWN_MISSED="1024:float32:4096:2.02 1024:float32:65536:2.01 1024:float32:1048576:2.12
-1024:float32:16777216:2.38 1024:float32:268435456:2.63 1024:float32:1073741824:2.65
-1024:float64:4096:2.75 1024:float64:1048576:2.01 1024:float64:16777216:2.03
-1024:float64:268435456:2.16 1024:float64:1073741824:2.18
-1024:bfloat16:4096:2.04 1024:bfloat16:65536:2.03 1024:bfloat16:1048576:2.38
-1024:bfloat16:16777216:3.38 1024:bfloat16:268435456:3.75 1024:bfloat16:1073741824:3.78
-16384:float32:4096:2.02 16384:float32:65536:2.01 16384:float32:1048576:2.16
-16384:float32:16777216:2.63 16384:float32:268435456:3.07 16384:float32:1073741824:3.10
-16384:float64:4096:2.77 16384:float64:1048576:2.05 16384:float64:16777216:2.22
-16384:float64:268435456:2.49 16384:float64:1073741824:2.52
-16384:bfloat16:4096:2.05 16384:bfloat16:65536:2.03 16384:bfloat16:1048576:2.40
-16384:bfloat16:16777216:3.82 16384:bfloat16:268435456:4.47 16384:bfloat16:1073741824:4.52"
+# independent of N. The time target is missed where KNOWN_MISSED says (docs/performance.md, "The
+# cost model", says why: two passes of latency, 2.5x the bytes of binary32, 5x of bfloat16, and
+# the MPI route's segments of 2^21 elements); each listed cell carries today's figure, and a cell
+# that gets 5% worse, or one missed that is not listed, fails.
+KNOWN_MISSED="1024:float32:4096:2.02 1024:float32:65536:2.02 1024:float32:1048576:2.24
+1024:float32:16777216:3.06 1024:float32:268435456:3.55 1024:float32:1073741824:3.58
+1024:float64:4096:2.77 1024:float64:65536:2.01 1024:float64:1048576:2.17
+1024:float64:16777216:2.55 1024:float64:268435456:2.96 1024:float64:1073741824:2.99
+1024:bfloat16:4096:2.94 1024:bfloat16:65536:2.08 1024:bfloat16:1048576:3.00
+1024:bfloat16:16777216:6.12 1024:bfloat16:268435456:7.10 1024:bfloat16:1073741824:7.16
+16384:float32:4096:2.02 16384:float32:65536:2.01 16384:float32:1048576:2.18
+16384:float32:16777216:3.12 16384:float32:268435456:3.86 16384:float32:1073741824:3.90
+16384:float64:4096:2.78 16384:float64:1048576:2.13 16384:float64:16777216:2.51
+16384:float64:268435456:3.11 16384:float64:1073741824:3.14 16384:bfloat16:4096:2.11
+16384:bfloat16:65536:2.06 16384:bfloat16:1048576:2.74 16384:bfloat16:16777216:6.24
+16384:bfloat16:268435456:7.71 16384:bfloat16:1073741824:7.81"
 missed=""
 for np in 1024 16384; do
     for type in float32 float64 bfloat16; do
@@ -126,19 +123,14 @@ for np in 1024 16384; do
                 missed="$missed $np:$type:$size:$ratio"
             fi
         done
-        # No buffer per peer: the memory is the scratch (REPROD_SCRATCH_MB) and the library's
-        # own buffer for the words, which a field's log2 N bits of headroom widen a little.
         for size in 8 65536 1073741824; do
             m1=$(field memory "$("$reprod" cost --ranks 1024 --bytes $size --type $type | grep '^shim ')")
             m2=$(field memory "$("$reprod" cost --ranks 16384 --bytes $size --type $type | grep '^shim ')")
-            awk -v a="$m1" -v b="$m2" 'BEGIN { exit !(b <= a * 1.1) }' ||
-                fail "$size B $type: shim memory $m1 at 1,024 ranks, $m2 at 16,384 (more than 10% more)"
-            [ $size != 1073741824 ] || [ "$m1" = "$m2" ] ||
-                fail "1 GiB $type: shim memory $m1 at 1,024 ranks, $m2 at 16,384 (not the scratch's bound)"
+            [ "$m1" = "$m2" ] || fail "$size B $type: shim memory $m1 at 1,024 ranks, $m2 at 16,384"
         done
     done
 done
-ok "np=1,024 and 16,384: shim memory bounded (within 10%, and equal at 1 GiB); shim/native time at most 2 but for the known misses"
+ok "np=1,024 and 16,384: shim memory independent of N; shim/native time at most 2 but for the known misses"
 echo "target missed (shim/native time above 2, issue 19; np:type:bytes:ratio):$missed"
 
 # Bad arguments: exit 2, the option named. Each case: OPTION|ARGUMENTS.
@@ -155,8 +147,7 @@ done <<'CASES'
 --type|--ranks 4 --bytes 8
 --inter-gbps|--ranks 4 --bytes 8 --type float32 --inter-gbps -1
 --route|--ranks 4 --bytes 8 --type float32 --route sideways
---spread|--ranks 4 --bytes 8 --type float32 --spread -1
---spread|--ranks 4 --bytes 8 --type float32 --spread 2101
+--words|--ranks 4 --bytes 8 --type float32 --words 0
 --colour|--ranks 4 --bytes 8 --type float32 --colour red
 --library|--ranks 4 --bytes 8 --type float32 --library gloo
 CASES

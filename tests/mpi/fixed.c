@@ -311,10 +311,8 @@ int main(int argc, char **argv)
                     if (pairs && (call == SCAN || call == EXSCAN || call == ISCAN)) continue;
                     run_case((enum call)call, &types[t], counts[c]);
                 }
-    /* --large: large calls (on few ranks: MPFR checks every element): several segments of pass 1
-     * and pieces of pass 2 at REPROD_SCRATCH_MB=1 (2^18 elements, 2^16 words), and with terms
-     * over the whole binary64 range (about 34 words an element) two pieces of pass 2 at the
-     * default 64 MiB (2^22 words). */
+    /* --large: large calls (on few ranks: MPFR checks every element), several segments of pass 1 (2^21 elements), and with terms
+     * over the whole binary64 range (35 words an element at 3 ranks) two pieces of pass 2. */
     pairs = 0;
     run_case(REDUCE, &types[0], 600);
     run_case(IREDUCE, &types[0], 600);

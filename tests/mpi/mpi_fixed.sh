@@ -53,17 +53,13 @@ for np in 2 5; do
     done
 done
 ompi ompi.8.nearest 8 fixed nearest
-# np=3 with large calls: 2^21 + 77 floats, double terms across the whole binary64 range (about
-# 34 words an element: two pieces of pass 2 at REPROD_SCRATCH_MB's default 64 MiB); at
-# REPROD_SCRATCH_MB=1 the floats take 9 segments of pass 1 (2^18 elements) and every call pieces
-# of 2^16 words.
+# np=3 with large calls: 2^21 + 77 floats (two segments of pass 1), double terms across the
+# whole binary64 range (about 35 words an element: two pieces of pass 2).
 program_args=(--large)
 ompi ompi.3.nearest 3 fixed nearest
-ompi ompi.3.scratch 3 fixed nearest -x REPROD_SCRATCH_MB=1
 ompi ompi.3.exchange 3 exchange nearest
 program_args=()
 same ompi.3.nearest ompi.3.exchange "np=3 with large calls: REPROD_ROUTE=exchange and =fixed differ"
-same ompi.3.scratch ompi.3.exchange "np=3 with large calls: REPROD_SCRATCH_MB=1 and the exchange differ"
 ok "Open MPI np 2 and 5 rounding $directions, np 3 (large calls too) and 8 to nearest: every call, type and element equals MPFR's sum, both routes the same bits"
 
 # Larger worlds (oversubscribed), to nearest; the pairs' sum is the same on every world size.
