@@ -79,6 +79,7 @@ typedef int (*python_audit_hook)(const char *event, python_object *args, void *u
     X(PyType_Modified, void (*)(python_object *))                                                  \
     X(PyErr_Clear, void (*)(void))                                                                 \
     X(PyErr_Occurred, python_object *(*)(void))                                                    \
+    X(PyErr_ExceptionMatches, int (*)(python_object *))                                            \
     X(Py_IncRef, void (*)(python_object *))                                                        \
     X(Py_DecRef, void (*)(python_object *))
 /* clang-format on */
@@ -179,6 +180,23 @@ static struct {
  * frees its objects) when the runtime clears its audit hooks, as Py_FinalizeEx does. */
 static python_object *main_namespace;
 
+/* &PyExc_Exception (a data symbol, found at run time like the functions), or NULL. */
+static python_object **python_exception_class;
+
+/* After a failed call: clear an Exception (a failed import is raised again by the import it came
+ * from; a failure of the Python side costs only the derivation) and return 0; leave any other
+ * BaseException set (KeyboardInterrupt from a ^C during the import, SystemExit) and return -1,
+ * for the hook to raise it in the program as it would have been without the shim. */
+static int clear_unless_fatal(void)
+{
+    if (!python.PyErr_Occurred()) return 0;
+    if (python_exception_class && *python_exception_class &&
+        !python.PyErr_ExceptionMatches(*python_exception_class))
+        return -1;
+    python.PyErr_Clear();
+    return 0;
+}
+
 /* A new reference to the Python side's namespace (its functions, compiled and run) in the
  * running interpreter, or NULL with the exception cleared. */
 static python_object *python_side(void)
@@ -207,7 +225,7 @@ static python_object *python_side(void)
     if (ran) python.Py_DecRef(ran);
     if (code) python.Py_DecRef(code);
     if (!ran) {
-        python.PyErr_Clear();
+        clear_unless_fatal(); /* a fatal one stays set for wrap_module */
         if (globals) python.Py_DecRef(globals);
         return NULL;
     }
@@ -218,26 +236,28 @@ static python_object *python_side(void)
     return globals;
 }
 
-/* Import module `name` (a str) and let the Python side wrap its entry points. Any exception is
- * cleared: a failed import is raised again by the import it came from, as without the shim. */
-static void wrap_module(python_object *name)
+/* Import module `name` (a str) and let the Python side wrap its entry points. An Exception is
+ * cleared (clear_unless_fatal); -1 leaves a KeyboardInterrupt or SystemExit set for the hook to
+ * raise. */
+static int wrap_module(python_object *name)
 {
     python_object *module = python.PyImport_ImportModuleLevelObject(name, NULL, NULL, NULL, 0);
-    if (!module) {
-        python.PyErr_Clear();
-        return;
-    }
+    if (!module) return clear_unless_fatal();
     python.Py_DecRef(module);
     python_object *globals = python_side();
+    if (!globals && python.PyErr_Occurred()) return -1;
     python_object *wrap = globals ? python.PyDict_GetItemString(globals, "wrap") : NULL;
     python_object *done = wrap ? python.PyObject_CallFunctionObjArgs(wrap, name, NULL) : NULL;
+    int rc = 0;
     if (!done) {
-        python.PyErr_Clear();
-        reprod_log(REPROD_LOG_WARN, "warning: python: the shim's Python side failed; seeds of "
-                                    "random and NumPy pass unchanged");
+        rc = clear_unless_fatal();
+        if (rc == 0)
+            reprod_log(REPROD_LOG_WARN, "warning: python: the shim's Python side failed; seeds "
+                                        "of random and NumPy pass unchanged");
     }
     if (done) python.Py_DecRef(done);
     if (globals) python.Py_DecRef(globals);
+    return rc;
 }
 
 static int audit_hook(const char *event, python_object *args, void *user_data)
@@ -248,16 +268,13 @@ static int audit_hook(const char *event, python_object *args, void *user_data)
     if (event[0] != 'i' || strcmp(event, "import") != 0) return 0;
     python_object *name = python.PyTuple_GetItem(args, 0);
     const char *text = name ? python.PyUnicode_AsUTF8(name) : NULL;
-    if (!text) {
-        python.PyErr_Clear();
-        return 0;
-    }
+    if (!text) return clear_unless_fatal();
     for (unsigned i = 0; i < REPROD_ARRAY_LENGTH(target_modules); i++) {
         if (strcmp(text, target_modules[i]) != 0 || (targets_in_progress & 1u << i)) continue;
         targets_in_progress |= 1u << i;
-        wrap_module(name);
+        int rc = wrap_module(name);
         targets_in_progress &= ~(1u << i);
-        break;
+        return rc;
     }
     return 0;
 }
@@ -280,6 +297,7 @@ __attribute__((constructor)) static void python_install(void)
         }
         if (i == 1 && python.Py_IsInitialized()) return; /* loaded by a running interpreter */
     }
+    python_exception_class = reprod_dlsym(RTLD_DEFAULT, "PyExc_Exception");
     interpreters.PyInterpreterState_Get = reprod_dlsym(RTLD_DEFAULT, "PyInterpreterState_Get");
     interpreters.PyInterpreterState_Main = reprod_dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
     python.PySys_AddAuditHook(audit_hook, NULL);

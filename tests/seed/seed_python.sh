@@ -294,3 +294,31 @@ reprod[0]: warning: python: numpy.random._mt19937.MT19937._legacy_seeding not fo
 reprod[0]: warning: python: jax.random: seeds pass unchanged (AttributeError: frozen)"
 [ "$(cat "$work/err")" = "$warnings" ] || fail "unwrappable modules: stderr $(cat "$work/err")"
 ok "modules the shim cannot wrap: the program runs as without it, one warning each"
+
+# A ^C (KeyboardInterrupt) or a SystemExit raised while a target module imports reaches the
+# program as without the shim, even though the shim imports the module first: the stand-in's
+# first run raises, a second run would import quietly (a shim that swallowed the first would
+# let the program's own import succeed).
+for raised in KeyboardInterrupt SystemExit; do
+    mkdir -p "$work/$raised/jax"
+    : >"$work/$raised/jax/__init__.py"
+    cat >"$work/$raised/jax/random.py" <<PROGRAM
+import builtins
+if not getattr(builtins, "_raised_once", False):
+    builtins._raised_once = True
+    raise $raised
+def PRNGKey(seed):
+    return seed
+PROGRAM
+    program="
+try:
+    import jax.random
+    print('imported')
+except $raised:
+    print('raised')"
+    want=$(cd "$work/$raised" && native "$PYTHON" -c "$program")
+    got=$(cd "$work/$raised" && under_shim "$PYTHON" -c "$program" 2>"$work/err")
+    [ "$want" = raised ] || fail "$raised stand-in: natively '$want'"
+    [ "$got" = raised ] || fail "$raised raised importing jax.random: under the shim '$got' ($(cat "$work/err"))"
+done
+ok "a KeyboardInterrupt or SystemExit raised importing a target module reaches the program"
