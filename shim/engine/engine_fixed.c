@@ -173,6 +173,51 @@ FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, i
     }
 }
 
+/* ---- Binary64 elements of two words, a block at a time ------------------------------------
+ * Binary64 terms within a bucket or two of each other take two words (60 - 68 bits against
+ * W = 63 - log2 N). For a block whose elements all take exactly two and are finite, the split
+ * writes m 2^shift's low W bits and the rest (engine_fixed_split_finite's two pieces, each
+ * negated for a negative term) without a loop; the rounding forms the 128-bit sum
+ * S = s0 + s1 2^W, and where it fits an int64 converts it to binary64 in the requested
+ * direction (the hardware's one rounding, MXCSR), then adds B to the exponent: exact while the
+ * result is normal (else, or for S = 0 or beyond int64, that element takes
+ * engine_fixed_round). */
+
+/* 1 when elements i .. i + FAST_BLOCK - 1 all take exactly two words and are finite. */
+FIXED_INLINE int block_takes_two_words(const uint8_t *codes, const size_t *offsets, size_t i)
+{
+    unsigned two = 1;
+    for (size_t j = i; j < i + FAST_BLOCK; j++)
+        two &= (offsets[j + 1] - offsets[j] == 2) & (codes[2 * j] != ENGINE_FIXED_HI_SPECIAL);
+    return (int)two;
+}
+
+/* The lowest effective field of the bucket a lo code names (binary64: 8 fields a bucket). */
+FIXED_INLINE int32_t float64_low_field(uint8_t lo)
+{
+    int32_t lowest = ENGINE_FIXED_LAST_BUCKET - (int32_t)lo;
+    return lowest == ENGINE_FIXED_FIRST_BUCKET ? 1 : lowest << 3;
+}
+
+FIXED_INLINE void split_float64_block(const char *terms, const uint8_t *codes, int word_bits,
+                                      int64_t *words)
+{
+    uint64_t mask = (1ull << word_bits) - 1;
+    for (size_t j = 0; j < FAST_BLOCK; j++) {
+        uint64_t u;
+        memcpy(&u, terms + 8 * j, 8);
+        uint64_t magnitude = u & 0x7fffffffffffffffull, field = magnitude >> 52;
+        uint64_t m = (magnitude & 0xfffffffffffffull) | ((uint64_t)(field != 0) << 52);
+        int32_t effective = field > 1 ? (int32_t)field : 1;
+        int32_t shift = effective - float64_low_field(codes[2 * j + 1]);
+        shift = shift > 0 ? shift : 0; /* a zero term: m = 0; shift < 2 W - 52 */
+        unsigned __int128 v = (unsigned __int128)m << shift;
+        int64_t low = (int64_t)((uint64_t)v & mask), high = (int64_t)(uint64_t)(v >> word_bits);
+        words[2 * j] = (u >> 63) ? -low : low;
+        words[2 * j + 1] = (u >> 63) ? -high : high;
+    }
+}
+
 #if defined(__x86_64__)
 /* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`. */
 static unsigned mxcsr_of(reprod_rounding dir)
@@ -204,6 +249,31 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
 }
 #endif
 
+#if defined(__x86_64__)
+/* Round a block of two-word binary64 sums; elements the fast form cannot take go to
+ * engine_fixed_round. */
+FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8_t *codes,
+                                      const size_t *offsets, const int64_t *sums, int word_bits,
+                                      reprod_op op, int ranks, reprod_rounding dir, char *result)
+{
+    for (size_t j = 0; j < FAST_BLOCK; j++) {
+        __int128 sum = (__int128)sums[2 * j] + (__int128)sums[2 * j + 1] * ((__int128)1 << word_bits);
+        int64_t narrow = (int64_t)sum;
+        int32_t base = float64_low_field(codes[2 * j + 1]) - 1023 - 52;
+        uint64_t bits = engine_double_bits((double)narrow);
+        int32_t exponent = (int32_t)((bits >> 52) & 0x7ff) + base;
+        if ((__int128)narrow == sum && narrow != 0 && exponent >= 1 && exponent <= 2046) {
+            bits += (uint64_t)(int64_t)base << 52; /* times 2^B, exactly */
+        } else {
+            struct engine_fixed_element e = {2, base};
+            bits = engine_fixed_round(f, sums + 2 * j, word_bits, codes[2 * j], e, op, ranks, dir);
+        }
+        (void)offsets;
+        memcpy(result + 8 * j, &bits, 8);
+    }
+}
+#endif
+
 FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, const void *terms,
                              const uint8_t *codes, size_t count, const size_t *offsets,
                              int64_t *words)
@@ -215,6 +285,13 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
         if (type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
             block_takes_one_word(codes, offsets, i)) {
             split_float32_block((const char *)terms + 4 * i, codes + 2 * i, words + offsets[i]);
+            i += FAST_BLOCK;
+            continue;
+        }
+        if (type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
+            block_takes_two_words(codes, offsets, i)) {
+            split_float64_block((const char *)terms + 8 * i, codes + 2 * i, word_bits,
+                                words + offsets[i]);
             i += FAST_BLOCK;
             continue;
         }
@@ -243,7 +320,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
 #if defined(__x86_64__)
-    int fast = type == REPROD_FLOAT32 && (op == REPROD_SUM || ranks == 1);
+    int fast = (type == REPROD_FLOAT32 || type == REPROD_FLOAT64) && (op == REPROD_SUM || ranks == 1);
     unsigned saved = 0, wanted = mxcsr_of(dir);
     if (fast) {
         __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
@@ -252,8 +329,16 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
 #endif
     for (size_t i = 0; i < count;) {
 #if defined(__x86_64__)
-        if (fast && i + FAST_BLOCK <= count && block_takes_one_word(codes, offsets, i) &&
+        if (fast && type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
+            block_takes_one_word(codes, offsets, i) &&
             round_float32_block(codes + 2 * i, sums + offsets[i], dir, (char *)result + 4 * i)) {
+            i += FAST_BLOCK;
+            continue;
+        }
+        if (fast && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
+            block_takes_two_words(codes, offsets, i)) {
+            round_float64_block(&f, codes + 2 * i, offsets + i, sums + offsets[i], word_bits, op,
+                                ranks, dir, (char *)result + 8 * i);
             i += FAST_BLOCK;
             continue;
         }
