@@ -1,7 +1,7 @@
-/* nccl_fixed.c: the fixed-point routes of one deterministic NCCL reduction (docs/nccl.md, "Routes"):
- * the communication is NCCL's own integer collectives, whose ring, tree, NVLS or in-network
- * algorithms talk to O(log N) peers; the arithmetic is the engine's (engine_fixed.h), in device
- * kernels (shim/device/cuda_kernel_fixed.h).
+/* nccl_fixed.c: the fixed-point routes of one deterministic NCCL reduction (docs/nccl.md,
+ * "Routes"): the communication is NCCL's own integer collectives, whose ring, tree, NVLS or
+ * in-network algorithms talk to O(log N) peers; the arithmetic is the engine's (engine_fixed.h), in
+ * device kernels (shim/device/cuda_kernel_fixed.h).
  *
  * Two passes (REPROD_ROUTE_FIXED), per piece:
  *   round 1: each rank's byte codes (2 an element), ncclAllReduce(ncclUint8, ncclMax) in place;
@@ -9,13 +9,17 @@
  *            stream order without waiting (the rounds go on with other communicators meanwhile);
  *   round 2: each rank's words (K an element, element-major), the call's own collective on them
  *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
- *            rounding kernel writes the results.
+ *            rounding kernel writes the results. AllReduce and Reduce take round 2 in sub-pieces
+ *            of as many elements as half the scratch holds at K words each: the piece (its
+ *            codes) can then be as large as the other half holds at 2 bytes an element, not at
+ *            the most words K can be, so a large message takes a few NCCL calls, not hundreds.
  * K is the same on every rank (the reduced codes are), so every rank issues the same calls.
  * One pass (REPROD_ROUTE_FIXED_ONE_PASS), where the host cannot read K back (graph capture,
  * nonblocking communicators): the whole range of the type in every element, one int64 sum.
  *
- * Scratch per piece, sized for the one-pass layout (the most K can be): codes, K, PreMulSum's
- * scaled copy, the words. Pieces keep it within REPROD_SCRATCH_MB whatever the rank count.
+ * Scratch per piece: codes, K, PreMulSum's scaled copy, the words (sized for the one-pass layout,
+ * the most K can be; in sub-pieces, half of REPROD_SCRATCH_MB). Pieces keep it within
+ * REPROD_SCRATCH_MB whatever the rank count.
  */
 #include "nccl/nccl_internal.h"
 
@@ -76,8 +80,18 @@ static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
     l.scaled = l.max_words + ALIGN_BYTES;
     l.words = l.scaled +
               (w->arithmetic.premul != REPROD_PREMUL_NONE ? align_up(total * w->element_bytes) : 0);
-    l.end = l.words + align_up(total * (size_t)w->full_words * sizeof(int64_t));
+    l.end = l.words + (w->words_bytes ? w->words_bytes
+                                      : align_up(total * (size_t)w->full_words * sizeof(int64_t)));
     return l;
+}
+
+/* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces). */
+static size_t sub_now(const struct nccl_work *w, size_t piece)
+{
+    if (!w->words_bytes) return piece;
+    size_t fit = w->words_bytes / ((size_t)w->stride * sizeof(int64_t));
+    size_t left = piece - w->sub_offset;
+    return left < fit ? left : fit;
 }
 
 /* The route of the call, and its pieces when it is a fixed one (the exchange when
@@ -105,11 +119,22 @@ int nccl_fixed_prepare(struct nccl_work *w)
     if (w->route == REPROD_ROUTE_EXCHANGE) return 0;
     w->full_words = reprod_engine_fixed_full_words(w->arithmetic.type, w->info.ranks);
     size_t bound = (size_t)reprod_config()->scratch_mb << 20;
-    size_t per_element = 2 + (size_t)w->full_words * sizeof(int64_t) +
-                         (w->arithmetic.premul != REPROD_PREMUL_NONE ? w->element_bytes : 0);
-    size_t piece = bound / per_element;
+    size_t premul = w->arithmetic.premul != REPROD_PREMUL_NONE ? w->element_bytes : 0;
+    size_t per_element = 2 + (size_t)w->full_words * sizeof(int64_t) + premul;
+    w->words_bytes = 0;
+    if (w->route == REPROD_ROUTE_FIXED && w->collective != NCCL_REDUCE_SCATTER) {
+        /* Sub-pieces: half the bound for a sub-piece's words (K an element, K known after
+         * round 1), half for the piece's codes and scaled copy. */
+        w->words_bytes = bound / 2 / ALIGN_BYTES * ALIGN_BYTES;
+        per_element = 2 + premul;
+    }
+    size_t piece = (bound - w->words_bytes) / per_element;
     if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
     if (piece > w->count) piece = w->count;
+    if (w->words_bytes) { /* a small call: room for its words at the most K can be, no more */
+        size_t most = align_up(piece * (size_t)w->full_words * sizeof(int64_t));
+        if (most < w->words_bytes) w->words_bytes = most;
+    }
     while (piece > 1 && layout_for(w, piece).end > bound)
         piece -= piece / 8 > 1 ? piece / 8 : 1;
     if (piece == 0 || layout_for(w, piece).end > bound) {
@@ -173,17 +198,18 @@ static void run_stage(struct nccl_work *w, const struct reprod_device_fixed *s, 
 /* A stage that reads this rank's terms of the piece (CODES, SPLIT, FULL_SPLIT): PreMulSum's
  * scaled copy, or the caller's input (a ReduceScatter in pieces: a block of each rank's part,
  * read in place). */
-static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage stage,
-                            size_t piece)
+static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage stage, size_t piece,
+                            size_t first)
 {
     size_t s = w->element_bytes, total = piece_total(w, piece);
     struct reprod_device_fixed st = stage_of(w, stage, total);
+    st.codes += 2 * first; /* a sub-piece's: from its first element (0 but in sub-pieces) */
     if (w->arithmetic.premul != REPROD_PREMUL_NONE) {
-        st.terms = scratch_at(w, layout_for(w, w->piece_elements).scaled);
+        st.terms = scratch_at(w, layout_for(w, w->piece_elements).scaled) + first * s;
         run_stage(w, &st, "the fixed route's split");
         return;
     }
-    st.terms = (const char *)w->send + w->offset * s;
+    st.terms = (const char *)w->send + (w->offset + first) * s;
     if (w->collective == NCCL_REDUCE_SCATTER && piece < w->count) /* block b at b * count */
         st.terms_block = piece, st.terms_stride = w->count;
     run_stage(w, &st, "the fixed route's split");
@@ -243,17 +269,18 @@ ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
     size_t piece = piece_now(w);
     if (w->phase == 0 && w->arithmetic.premul != REPROD_PREMUL_NONE) scale_own_input(w, piece);
     if (w->route == REPROD_ROUTE_FIXED_ONE_PASS) {
-        run_terms_stage(w, REPROD_DEVICE_FIXED_FULL_SPLIT, piece);
+        run_terms_stage(w, REPROD_DEVICE_FIXED_FULL_SPLIT, piece, 0);
         return sum_words(w, piece, w->full_words);
     }
     if (w->phase == 0) {
-        run_terms_stage(w, REPROD_DEVICE_FIXED_CODES, piece);
+        run_terms_stage(w, REPROD_DEVICE_FIXED_CODES, piece, 0);
         uint8_t *codes = stage_of(w, REPROD_DEVICE_FIXED_CODES, 0).codes;
         return nccl_real()->AllReduce(codes, codes, 2 * piece_total(w, piece), ncclUint8, ncclMax,
                                       w->comm, w->stream);
     }
-    run_terms_stage(w, REPROD_DEVICE_FIXED_SPLIT, piece);
-    return sum_words(w, piece, w->stride);
+    size_t sub = sub_now(w, piece);
+    run_terms_stage(w, REPROD_DEVICE_FIXED_SPLIT, sub, w->sub_offset);
+    return sum_words(w, sub, w->stride);
 }
 
 /* K back to the host without waiting; where the readback cannot be enqueued, the host waits
@@ -297,19 +324,27 @@ void nccl_fixed_advance(struct nccl_work *w)
         return;
     }
     int me = w->info.rank;
+    size_t sub = w->route == REPROD_ROUTE_FIXED ? sub_now(w, piece) : piece;
+    size_t first = w->route == REPROD_ROUTE_FIXED ? w->sub_offset : 0;
     if (w->collective != NCCL_REDUCE || me == w->root) {
         enum reprod_device_fixed_stage stage = w->route == REPROD_ROUTE_FIXED
                                                    ? REPROD_DEVICE_FIXED_ROUND
                                                    : REPROD_DEVICE_FIXED_FULL_ROUND;
-        size_t elements = w->collective == NCCL_REDUCE_SCATTER ? piece : piece_total(w, piece);
+        size_t elements = w->collective == NCCL_REDUCE_SCATTER ? sub : piece_total(w, sub);
         struct reprod_device_fixed s = stage_of(w, stage, elements);
+        s.codes += 2 * first;
         if (w->collective == NCCL_REDUCE_SCATTER) {
             s.codes += 2 * (size_t)me * piece;
             s.words += (size_t)me * piece * (size_t)s.stride;
         }
-        s.out = (char *)w->recv + w->offset * w->element_bytes;
+        s.out = (char *)w->recv + (w->offset + first) * w->element_bytes;
         run_stage(w, &s, "the fixed route's rounding");
     }
+    if (w->route == REPROD_ROUTE_FIXED && first + sub < piece) { /* the next sub-piece */
+        w->sub_offset = first + sub;
+        return;
+    }
+    w->sub_offset = 0;
     w->phase = 0;
     w->offset += piece;
     if (w->offset >= w->count) nccl_work_finish(w);

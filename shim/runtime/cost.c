@@ -15,6 +15,10 @@
  * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
 #define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 21)
 #define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
+/* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's piece
+ * holds half of it in codes (2 bytes an element), its sub-pieces the other half in words. */
+#define NCCL_SUB_PIECE_WORDS ((uint64_t)4 << 20)
+#define NCCL_PIECE_ELEMENTS  ((uint64_t)16 << 20)
 
 /* ---- The machine ------------------------------------------------------------------------- */
 
@@ -203,7 +207,9 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
     uint64_t words = elements * (uint64_t)k;
-    uint64_t piece = nccl || words <= FIXED_PIECE_WORDS ? words : FIXED_PIECE_WORDS / (uint64_t)k * (uint64_t)k;
+    /* MPI: pieces of 2^22 words; NCCL: sub-pieces of half REPROD_SCRATCH_MB's 64 MiB. */
+    uint64_t most = nccl ? NCCL_SUB_PIECE_WORDS : FIXED_PIECE_WORDS;
+    uint64_t piece = words <= most ? words : most / (uint64_t)k * (uint64_t)k;
     uint64_t pieces = words / piece, rest = words % piece;
     library_allreduce(m, nccl, n, (int64_t)piece, 8, &part);
     scale(cost, &part, pieces);
@@ -253,7 +259,9 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         return 0;
     }
     int k = words > 0 ? words : reprod_cost_typical_words(call->type, n);
-    uint64_t cut = call->nccl ? nccl_piece : m->segment_elements ? m->segment_elements : count;
+    uint64_t cut = call->nccl            ? NCCL_PIECE_ELEMENTS
+                   : m->segment_elements ? m->segment_elements
+                                         : count;
     uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;
     struct reprod_cost one;
@@ -271,8 +279,13 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
     } else {
         memcpy(cost->algorithm, one.algorithm, sizeof one.algorithm);
     }
-    /* The scratch of one segment: its codes, word offsets and at least two words an element. */
-    cost->memory += 2 * segment + 8 * (segment + 1) + 8 * segment * (uint64_t)(k > 2 ? k : 2);
+    if (call->nccl) { /* a piece's codes, and its words at the most K can be or half the bound */
+        uint64_t held = 8 * segment * (uint64_t)full_words;
+        cost->memory +=
+            2 * segment + (held < 8 * NCCL_SUB_PIECE_WORDS ? held : 8 * NCCL_SUB_PIECE_WORDS);
+    } else { /* one segment's codes, word offsets and at least two words an element */
+        cost->memory += 2 * segment + 8 * (segment + 1) + 8 * segment * (uint64_t)(k > 2 ? k : 2);
+    }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;
 }
