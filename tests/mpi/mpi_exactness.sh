@@ -34,8 +34,10 @@ compare() {
         "natively $((native_distinct - cases)) extra results across algorithms, $rotation_distinct cases varying with rotation"
 }
 
-# Under a sanitizer (make test-sanitize) a subset: the same paths, a third of the runs.
-OMPI_RANKS="1 2 3 4 5 6 7 8" OMPI_ALGORITHMS="1 2 3 4 5 6" MPICH_RANKS="2 3 4 5"
+# Under a sanitizer (make test-sanitize) a subset: the same paths, a third of the runs. Six
+# ranks are left out (5 and 7 are the non-powers of two on either side), and one process runs
+# one algorithm (with no peer, none of them sends anything).
+OMPI_RANKS="1 2 3 4 5 7 8" OMPI_ALGORITHMS="1 2 3 4 5 6" MPICH_RANKS="2 3 4 5"
 if sanitized; then
     OMPI_RANKS="1 3 4 8" OMPI_ALGORITHMS="1 3 4" MPICH_RANKS="2 3"
 fi
@@ -43,14 +45,16 @@ fi
 program=$BUILD/tests/mpi/exactness
 [ -x "$program" ] || fail "$program is not built"
 for np in $OMPI_RANKS; do
-    for algorithm in $OMPI_ALGORITHMS; do
+    algorithms=$OMPI_ALGORITHMS
+    [ "$np" -gt 1 ] || algorithms=${OMPI_ALGORITHMS%% *}
+    for algorithm in $algorithms; do
         tuned=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm "$algorithm")
         run_mpi_shim "$np" "${tuned[@]}" "$program" >"$out/shim.openmpi.$np.$algorithm" 2>"$out/err" ||
             fail "Open MPI np=$np algorithm=$algorithm under the shim: $(head -c 2000 "$out/err")"
         run_mpi "$np" "${tuned[@]}" "$program" --native >"$out/native.openmpi.$np.$algorithm" 2>"$out/err" ||
             fail "Open MPI np=$np algorithm=$algorithm natively: $(head -c 2000 "$out/err")"
     done
-    compare openmpi "$np" "$(wc -w <<<"$OMPI_ALGORITHMS")"
+    compare openmpi "$np" "$(wc -w <<<"$algorithms")"
 done
 
 # MPICH: the device's own collectives off, so that the algorithm variable decides.
