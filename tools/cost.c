@@ -22,7 +22,7 @@ static const char cost_help[] =
     "one --route names), one line each: messages and bytes a rank sends, the peers it sends\n"
     "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
     "--words K: the fixed route's words per element (default: the type's typical K).\n"
-    "--segment-elements S: the MPI fixed route's segment (default 2097152, the shim's).\n"
+    "--segment-elements S: the MPI fixed route's segment (default 4194304, the shim's).\n"
     "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
     "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"
     "--table: shim/native for N = 2 ... 16384 and M = 8 B ... 1 GiB (float32).\n"

@@ -19,8 +19,8 @@
 #include <string.h>
 
 /* Configuration. */
-#define SEGMENT_ELEMENTS ((size_t)1 << 21) /* engine elements per pass 1 (4 MiB of codes) */
-#define PIECE_WORDS      ((size_t)1 << 22) /* int64 words per pass-2 call at most (32 MiB) */
+#define SEGMENT_ELEMENTS ((size_t)1 << 22) /* engine elements per pass 1 (8 MiB of codes) */
+#define PIECE_WORDS      ((size_t)1 << 22) /* int64 words a piece holds (and its elements) */
 #define WORDS_KEPT       2                 /* words per element the first scratch holds */
 #define ALIGN(bytes)     (((bytes) + 63) / 64 * 64)
 
@@ -197,8 +197,12 @@ static int run_segments(struct fixed_run *run, size_t elements)
     struct mpi_reduction *reduction = run->reduction;
     int ranks = reduction->ranks;
     size_t segment = elements < SEGMENT_ELEMENTS ? elements : SEGMENT_ELEMENTS;
-    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((segment + 1) * sizeof(size_t));
-    size_t kept = segment * WORDS_KEPT * (size_t)run->words_per_word;
+    /* A piece's words at most (half where the sums go beside), and its elements at most. */
+    size_t most = PIECE_WORDS / (size_t)run->words_per_word;
+    size_t piece = segment < most ? segment : most;
+    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
+    size_t kept = segment * WORDS_KEPT < most ? segment * WORDS_KEPT : most;
+    kept *= (size_t)run->words_per_word;
     void *raw = NULL, *extra = NULL;
     mpi_scratch(reduction, 0, &raw, codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
     run->codes = extra;
@@ -214,13 +218,13 @@ static int run_segments(struct fixed_run *run, size_t elements)
         rc = max_of_codes(reduction, run->codes, 2 * count);
         for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
             const uint8_t *codes = run->codes + 2 * done;
-            size_t left = count - done;
+            size_t left = count - done < piece ? count - done : piece;
             size_t total = reprod_engine_fixed_layout(run->type, ranks, run->dir, codes, left,
                                                       run->offsets);
             size_t take = left;
-            if (total > PIECE_WORDS) { /* the same cut on every rank: the codes are */
+            if (total > most) { /* the same cut on every rank: the codes are */
                 take = 1;
-                while (take < left && run->offsets[take + 1] <= PIECE_WORDS)
+                while (take < left && run->offsets[take + 1] <= most)
                     take++;
                 total = run->offsets[take];
             }

@@ -13,7 +13,7 @@
 
 /* The fixed route's cut of a call (hooks/mpi/mpi_fixed.c's SEGMENT_ELEMENTS and PIECE_WORDS):
  * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
-#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 21)
+#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 22)
 #define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
 /* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's piece
  * holds half of it in codes (2 bytes an element), its sub-pieces the other half in words. */
@@ -283,8 +283,11 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         uint64_t held = 8 * segment * (uint64_t)full_words;
         cost->memory +=
             2 * segment + (held < 8 * NCCL_SUB_PIECE_WORDS ? held : 8 * NCCL_SUB_PIECE_WORDS);
-    } else { /* one segment's codes, word offsets and at least two words an element */
-        cost->memory += 2 * segment + 8 * (segment + 1) + 8 * segment * (uint64_t)(k > 2 ? k : 2);
+    } else { /* a segment's codes; a piece's word offsets and words (two an element at least) */
+        uint64_t piece = segment < FIXED_PIECE_WORDS ? segment : FIXED_PIECE_WORDS;
+        uint64_t held = segment * (uint64_t)(k > 2 ? k : 2);
+        if (held > FIXED_PIECE_WORDS) held = FIXED_PIECE_WORDS;
+        cost->memory += 2 * segment + 8 * (piece + 1) + 8 * held;
     }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;
