@@ -15,10 +15,11 @@
  * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
 #define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 22)
 #define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
-/* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's piece
- * holds half of it in codes (2 bytes an element), its sub-pieces the other half in words. */
+/* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's sub-pieces
+ * hold half of it in words, its piece the other half in codes (2 bytes an element) less the
+ * 256 bytes of K's cell. */
 #define NCCL_SUB_PIECE_WORDS ((uint64_t)4 << 20)
-#define NCCL_PIECE_ELEMENTS  ((uint64_t)16 << 20)
+#define NCCL_PIECE_ELEMENTS  (((uint64_t)16 << 20) - 128)
 
 /* ---- The machine ------------------------------------------------------------------------- */
 
