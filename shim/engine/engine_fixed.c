@@ -151,11 +151,11 @@ FIXED_INLINE int block_takes_one_word(const uint8_t *codes, const size_t *offset
     return (int)finite;
 }
 
-/* The lowest effective field of the bucket a lo code names (binary32: buckets are fields). */
-FIXED_INLINE int32_t float32_low_field(uint8_t lo)
+/* The lowest effective field of the bucket a lo code names (`type` a constant: folded). */
+FIXED_INLINE int32_t low_field(reprod_type type, uint8_t lo)
 {
-    int32_t lowest = ENGINE_FIXED_LAST_BUCKET - (int32_t)lo;
-    return lowest == ENGINE_FIXED_FIRST_BUCKET ? 1 : lowest;
+    struct engine_format f = engine_format_of(type);
+    return engine_fixed_bucket_low(&f, ENGINE_FIXED_LAST_BUCKET - (unsigned)lo);
 }
 
 FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, int64_t *words)
@@ -166,7 +166,7 @@ FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, i
         uint32_t magnitude = u & 0x7fffffffu, field = magnitude >> 23;
         uint64_t m = (magnitude & 0x7fffffu) | ((uint64_t)(field != 0) << 23);
         int32_t effective = field > 1 ? (int32_t)field : 1;
-        int32_t shift = effective - float32_low_field(codes[2 * j + 1]);
+        int32_t shift = effective - low_field(REPROD_FLOAT32, codes[2 * j + 1]);
         shift = shift > 0 ? shift : 0; /* a zero term: m = 0 */
         int64_t word = (int64_t)(m << shift);
         words[j] = (u >> 31) ? -word : word;
@@ -192,13 +192,6 @@ FIXED_INLINE int block_takes_two_words(const uint8_t *codes, const size_t *offse
     return (int)two;
 }
 
-/* The lowest effective field of the bucket a lo code names (binary64: 8 fields a bucket). */
-FIXED_INLINE int32_t float64_low_field(uint8_t lo)
-{
-    int32_t lowest = ENGINE_FIXED_LAST_BUCKET - (int32_t)lo;
-    return lowest == ENGINE_FIXED_FIRST_BUCKET ? 1 : lowest << 3;
-}
-
 FIXED_INLINE void split_float64_block(const char *terms, const uint8_t *codes, int word_bits,
                                       int64_t *words)
 {
@@ -209,7 +202,7 @@ FIXED_INLINE void split_float64_block(const char *terms, const uint8_t *codes, i
         uint64_t magnitude = u & 0x7fffffffffffffffull, field = magnitude >> 52;
         uint64_t m = (magnitude & 0xfffffffffffffull) | ((uint64_t)(field != 0) << 52);
         int32_t effective = field > 1 ? (int32_t)field : 1;
-        int32_t shift = effective - float64_low_field(codes[2 * j + 1]);
+        int32_t shift = effective - low_field(REPROD_FLOAT64, codes[2 * j + 1]);
         shift = shift > 0 ? shift : 0; /* a zero term: m = 0; shift < 2 W - 52 */
         unsigned __int128 v = (unsigned __int128)m << shift;
         int64_t low = (int64_t)((uint64_t)v & mask), high = (int64_t)(uint64_t)(v >> word_bits);
@@ -238,7 +231,7 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
     if (beyond) return 0;
     uint32_t zero = dir == REPROD_ROUND_DOWN ? 0x80000000u : 0; /* an exactly zero sum */
     for (size_t j = 0; j < FAST_BLOCK; j++) {
-        int32_t base = float32_low_field(codes[2 * j + 1]) - 127 - 23; /* >= -149 */
+        int32_t base = low_field(REPROD_FLOAT32, codes[2 * j + 1]) - 127 - 23; /* >= -149 */
         double scale = engine_double_from_bits((uint64_t)(base + 1023) << 52);
         float rounded = (float)((double)sums[j] * scale);
         uint32_t bits = engine_float_bits(rounded);
@@ -253,13 +246,13 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
 /* Round a block of two-word binary64 sums; elements the fast form cannot take go to
  * engine_fixed_round. */
 FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8_t *codes,
-                                      const size_t *offsets, const int64_t *sums, int word_bits,
-                                      reprod_op op, int ranks, reprod_rounding dir, char *result)
+                                      const int64_t *sums, int word_bits, reprod_op op, int ranks,
+                                      reprod_rounding dir, char *result)
 {
     for (size_t j = 0; j < FAST_BLOCK; j++) {
         __int128 sum = (__int128)sums[2 * j] + (__int128)sums[2 * j + 1] * ((__int128)1 << word_bits);
         int64_t narrow = (int64_t)sum;
-        int32_t base = float64_low_field(codes[2 * j + 1]) - 1023 - 52;
+        int32_t base = low_field(REPROD_FLOAT64, codes[2 * j + 1]) - 1023 - 52;
         uint64_t bits = engine_double_bits((double)narrow);
         int32_t exponent = (int32_t)((bits >> 52) & 0x7ff) + base;
         if ((__int128)narrow == sum && narrow != 0 && exponent >= 1 && exponent <= 2046) {
@@ -268,7 +261,6 @@ FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8
             struct engine_fixed_element e = {2, base};
             bits = engine_fixed_round(f, sums + 2 * j, word_bits, codes[2 * j], e, op, ranks, dir);
         }
-        (void)offsets;
         memcpy(result + 8 * j, &bits, 8);
     }
 }
@@ -337,8 +329,8 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
         }
         if (fast && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
             block_takes_two_words(codes, offsets, i)) {
-            round_float64_block(&f, codes + 2 * i, offsets + i, sums + offsets[i], word_bits, op,
-                                ranks, dir, (char *)result + 8 * i);
+            round_float64_block(&f, codes + 2 * i, sums + offsets[i], word_bits, op, ranks, dir,
+                                (char *)result + 8 * i);
             i += FAST_BLOCK;
             continue;
         }
