@@ -64,6 +64,18 @@ use_standins() {
     export LD_LIBRARY_PATH=$BUILD/standins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
 
+# nccl_program NAME [SECONDS]: an NCCL test's common start: $program, the built
+# tests/nccl/NAME (else the test fails), the stand-ins in use, $out a scratch directory removed
+# at exit, and MPI_TIMEOUT SECONDS unless set (a script's run_mpi bound).
+nccl_program() {
+    program=$BUILD/tests/nccl/$1
+    [ -x "$program" ] || fail "$program is not built"
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    use_standins
+    if [ $# -gt 1 ]; then export MPI_TIMEOUT=${MPI_TIMEOUT:-$2}; fi
+}
+
 # derive POLICY RANK WIDTH SEED (or "-": one "POLICY RANK WIDTH SEED" a line on stdin): the seed
 # the shim must hand the real function, computed without the shim from docs/seeding.md's formula
 # (tests/seed/seed_reference.py): what the seeding tests compare with.

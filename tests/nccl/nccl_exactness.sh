@@ -6,11 +6,7 @@
 # the same bits as the default build.
 . tests/lib.sh
 
-program=$BUILD/tests/nccl/exactness
-[ -x "$program" ] || fail "$program is not built"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-use_standins
+nccl_program exactness
 
 # under_shim NP NAME ARGS...: run the program under the shim; it must report no wrong element.
 under_shim() {

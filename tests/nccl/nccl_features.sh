@@ -10,11 +10,7 @@
 # counts the calls; traces of two configurations compare equal under `reprod diff`.
 . tests/lib.sh
 
-program=$BUILD/tests/nccl/features
-[ -x "$program" ] || fail "$program is not built"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-use_standins
+nccl_program features
 
 # np=3 also runs the application's own timeout on a nonblocking communicator whose peer never
 # comes, then ncclCommAbort (watchdog), and the same on a blocking one aborted by another

@@ -10,12 +10,7 @@
 # 4. the shim built without nvcc (the stages on the host): the same bits.
 . tests/lib.sh
 
-program=$BUILD/tests/nccl/routes
-[ -x "$program" ] || fail "$program is not built"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-use_standins
-export MPI_TIMEOUT=${MPI_TIMEOUT:-90}
+nccl_program routes 90
 
 BIG=32
 if sanitized; then BIG=16; fi

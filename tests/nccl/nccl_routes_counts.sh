@@ -6,12 +6,7 @@
 # is pinned: a ring's 2(N-1) messages to two neighbours, a tree's parent and two children.
 . tests/lib.sh
 
-program=$BUILD/tests/nccl/routes
-[ -x "$program" ] || fail "$program is not built"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-use_standins
-export MPI_TIMEOUT=${MPI_TIMEOUT:-90}
+nccl_program routes 90
 
 BIG=32
 if sanitized; then BIG=16; fi

@@ -6,12 +6,7 @@
 # path in several pieces (REPROD_SCRATCH_MB=1); rounding up, toward zero and down.
 . tests/lib.sh
 
-program=$BUILD/tests/nccl/exactness
-[ -x "$program" ] || fail "$program is not built"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-use_standins
-export MPI_TIMEOUT=${MPI_TIMEOUT:-120}
+nccl_program exactness 120
 
 BIG=32
 if sanitized; then BIG=12; fi
