@@ -198,7 +198,8 @@ static int clear_unless_fatal(void)
 }
 
 /* A new reference to the Python side's namespace (its functions, compiled and run) in the
- * running interpreter, or NULL with the exception cleared. */
+ * running interpreter, or NULL with an Exception cleared (a KeyboardInterrupt or SystemExit left
+ * set: clear_unless_fatal). */
 static python_object *python_side(void)
 {
     int in_main = interpreters.PyInterpreterState_Get && interpreters.PyInterpreterState_Main &&
