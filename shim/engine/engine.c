@@ -329,6 +329,11 @@ static enum engine_kernel_level kernel_level(void)
     return ENGINE_KERNELS_GENERIC;
 }
 
+enum engine_kernel_level engine_kernels_in_use(void)
+{
+    return kernel_level();
+}
+
 /* The exact kernels of that level. Every kernel computes the same exact values, so the choice
  * never changes a bit. */
 static engine_exact_float32_kernel *float32_kernel(void)

@@ -8,6 +8,7 @@
 
 #define ENGINE_FUNCTION static inline __attribute__((always_inline))
 #include "engine/engine_fixed.h"
+#include "engine/engine_kernels.h" /* the AVX2 blocks, and the level in use */
 
 #include <string.h>
 
@@ -68,6 +69,9 @@ int reprod_engine_fixed_supported(reprod_type type, int ranks)
     return reprod_type_size(type) != 0 && ranks >= 1 && ranks <= ENGINE_FIXED_MAX_RANKS;
 }
 
+/* Elements of a block that takes the branch-free forms below (and their AVX2 forms). */
+#define FAST_BLOCK ENGINE_FIXED_BLOCK
+
 /* Each loop below is a body on a constant type (inlined), instantiated by FOR_EACH_TYPE. */
 
 #define FIXED_INLINE static inline __attribute__((always_inline))
@@ -92,7 +96,10 @@ FIXED_INLINE struct engine_fixed_element element_at(const struct engine_format *
 FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, uint8_t *codes)
 {
     struct engine_format f = engine_format_of(type);
-    for (size_t i = 0; i < count; i++)
+    size_t i = 0;
+    if (type == REPROD_FLOAT32 && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2)
+        i = engine_fixed_codes_float32_avx2(terms, count, codes);
+    for (; i < count; i++)
         engine_fixed_codes(&f, load_bits(type, terms, i), &codes[2 * i], &codes[2 * i + 1]);
 }
 
@@ -108,8 +115,16 @@ FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir
 {
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
+    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     size_t total = 0;
     for (size_t i = 0; i < count; i++) {
+        if (type == REPROD_FLOAT32 && avx2 && offsets && i % FAST_BLOCK == 0 &&
+            i + FAST_BLOCK <= count &&
+            engine_fixed_layout_float32_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
+            total += FAST_BLOCK;
+            i += FAST_BLOCK - 1;
+            continue;
+        }
         if (offsets) offsets[i] = total;
         total += (size_t)engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir)
                      .words;
@@ -138,7 +153,6 @@ size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding d
  * |S| < 2^53, else the block takes the general loop), scales it by 2^B (a power of two, exact)
  * and lets the hardware round that once to binary32 in the requested direction (MXCSR's
  * rounding control; no flush to zero), which is the one rounding of the exact sum. */
-#define FAST_BLOCK 64
 
 /* 1 when elements i .. i + FAST_BLOCK - 1 all take exactly one word. */
 FIXED_INLINE int block_takes_one_word(const uint8_t *codes, const size_t *offsets, size_t i)
@@ -272,18 +286,27 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
 {
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
+    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     (void)dir; /* in the offsets already */
     for (size_t i = 0; i < count;) {
         if (type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
             block_takes_one_word(codes, offsets, i)) {
-            split_float32_block((const char *)terms + 4 * i, codes + 2 * i, words + offsets[i]);
+            if (avx2)
+                engine_fixed_split_float32_avx2((const char *)terms + 4 * i, codes + 2 * i,
+                                                words + offsets[i]);
+            else
+                split_float32_block((const char *)terms + 4 * i, codes + 2 * i, words + offsets[i]);
             i += FAST_BLOCK;
             continue;
         }
         if (type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
             block_takes_two_words(codes, offsets, i)) {
-            split_float64_block((const char *)terms + 8 * i, codes + 2 * i, word_bits,
-                                words + offsets[i]);
+            if (avx2)
+                engine_fixed_split_float64_avx2((const char *)terms + 8 * i, codes + 2 * i,
+                                                word_bits, words + offsets[i]);
+            else
+                split_float64_block((const char *)terms + 8 * i, codes + 2 * i, word_bits,
+                                    words + offsets[i]);
             i += FAST_BLOCK;
             continue;
         }
@@ -313,6 +336,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     int word_bits = engine_fixed_word_bits(ranks);
 #if defined(__x86_64__)
     int fast = (type == REPROD_FLOAT32 || type == REPROD_FLOAT64) && (op == REPROD_SUM || ranks == 1);
+    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     unsigned saved = 0, wanted = mxcsr_of(dir);
     if (fast) {
         __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
@@ -323,7 +347,9 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
 #if defined(__x86_64__)
         if (fast && type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
             block_takes_one_word(codes, offsets, i) &&
-            round_float32_block(codes + 2 * i, sums + offsets[i], dir, (char *)result + 4 * i)) {
+            ((avx2 && engine_fixed_round_float32_avx2(codes + 2 * i, sums + offsets[i], dir,
+                                                      (char *)result + 4 * i)) ||
+             round_float32_block(codes + 2 * i, sums + offsets[i], dir, (char *)result + 4 * i))) {
             i += FAST_BLOCK;
             continue;
         }

@@ -107,6 +107,26 @@ size_t engine_ordered_small_avx2(reprod_type type, int average, const uint16_t *
 engine_exact_float32_kernel engine_exact_float32_avx512;
 engine_exact_float64_kernel engine_exact_float64_avx512;
 
+/* The fixed-point route's host blocks (engine_fixed.c) in AVX2 (engine_fixed_avx2.c), taken
+ * at ENGINE_KERNELS_AVX2 and above; each gives the bits of engine_fixed.c's scalar block.
+ * A block is ENGINE_FIXED_BLOCK elements; codes are two bytes an element, [hi, lo]. */
+#define ENGINE_FIXED_BLOCK 64
+/* engine_fixed_codes of binary32 terms [0, done), done the largest multiple of 16 <= count. */
+size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t *codes);
+/* 1, with offsets[j] = first + j, when every element of the block is finite and takes one
+ * word at W = word_bits; else 0, nothing written. */
+int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t *codes, size_t first,
+                                     size_t *offsets);
+/* The words of a block whose elements all take one word (binary32), two (binary64). */
+void engine_fixed_split_float32_avx2(const char *terms, const uint8_t *codes, int64_t *words);
+void engine_fixed_split_float64_avx2(const char *terms, const uint8_t *codes, int word_bits,
+                                     int64_t *words);
+/* The binary32 results of a one-word block from its word sums, in the direction MXCSR holds
+ * (`dir` names it, for the sign of a zero sum); 0, nothing written, when a sum is beyond
+ * 2^51 in magnitude. */
+int engine_fixed_round_float32_avx2(const uint8_t *codes, const int64_t *sums, reprod_rounding dir,
+                                    char *result);
+
 /* Whether this CPU runs the AVX2 (with F16C) or the AVX-512 kernels (0 where they are not
  * built). */
 int engine_cpu_has_avx2(void);
@@ -124,5 +144,8 @@ enum engine_kernel_level {
 /* Use at most `level` from now on (process-wide; for tests and benchmarks only). Returns 0,
  * or -1 if this CPU cannot run that level. */
 int engine_limit_kernels(enum engine_kernel_level level);
+
+/* The level in use now: the widest this CPU runs, within engine_limit_kernels's. */
+enum engine_kernel_level engine_kernels_in_use(void);
 
 #endif /* REPROD_ENGINE_KERNELS_H */

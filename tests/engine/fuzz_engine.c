@@ -284,55 +284,112 @@ static void check_run(struct fuzz_case *c, const char *what, const char *way, in
 
 static const char *const level_names[] = {"generic kernels", "AVX2 kernels", "AVX-512 kernels"};
 
+/* The host arrays of the fixed-point route at one kernel level: the reduced codes, the
+ * offsets, the two-pass word sums and results, the one-pass results. */
+struct fixed_arrays {
+    uint8_t *codes;
+    size_t *offsets, total;
+    int64_t *sums;
+    char *two_pass, *one_pass;
+};
 
-/* The fixed-point route (engine_fixed.h) against the same expected bits: the host arrays as
- * the data paths call them with the real rank count, and element by element at a narrower
- * word than the rank count needs (more words, carries across them), both the two-pass and the
- * one-pass layouts. The words' sums are taken in int64 and must not overflow. */
-static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expected)
+static void fixed_arrays_free(struct fixed_arrays *a)
 {
-    struct engine_format f = engine_format_of(c->type);
-    size_t count = c->count;
-    uint8_t *codes = checked_malloc(2 * count), *mine = checked_malloc(2 * count);
-    memset(codes, 0, 2 * count);
+    free(a->codes), free(a->offsets), free(a->sums), free(a->two_pass), free(a->one_pass);
+}
+
+/* Run the host arrays as the data paths call them, with the real rank count; 1 if an int64
+ * word sum overflowed. */
+static int fixed_host_run(struct fuzz_case *c, struct fixed_arrays *a)
+{
+    size_t count = c->count, size = tf_size(c->type);
+    uint8_t *mine = checked_malloc(2 * count);
+    a->codes = checked_malloc(2 * count);
+    memset(a->codes, 0, 2 * count);
     for (int k = 0; k < c->n; k++) {
         reprod_engine_fixed_codes(c->type, c->contributions[k], count, mine);
         for (size_t b = 0; b < 2 * count; b++)
-            if (mine[b] > codes[b]) codes[b] = mine[b];
+            if (mine[b] > a->codes[b]) a->codes[b] = mine[b];
     }
-    size_t *offsets = checked_malloc((count + 1) * sizeof(size_t));
-    size_t total = reprod_engine_fixed_layout(c->type, c->n, c->dir, codes, count, offsets);
+    a->offsets = checked_malloc((count + 1) * sizeof(size_t));
+    a->total = reprod_engine_fixed_layout(c->type, c->n, c->dir, a->codes, count, a->offsets);
     int full = reprod_engine_fixed_full_words(c->type, c->n);
-    size_t words = total > count * (size_t)full ? total : count * (size_t)full;
+    size_t words = a->total > count * (size_t)full ? a->total : count * (size_t)full;
     int64_t *sums = checked_malloc((words + 1) * sizeof(int64_t));
     int64_t *part = checked_malloc((words + 1) * sizeof(int64_t));
-    char *out = checked_malloc(count * tf_size(c->type) + 1);
+    a->sums = checked_malloc((a->total + 1) * sizeof(int64_t));
+    a->two_pass = checked_malloc(count * size + 1);
+    a->one_pass = checked_malloc(count * size + 1);
     int overflow = 0;
     for (int pass = 0; pass < 2; pass++) { /* two passes, then one */
-        size_t n_words = pass == 0 ? total : count * (size_t)full;
+        size_t n_words = pass == 0 ? a->total : count * (size_t)full;
         memset(sums, 0, n_words * sizeof(int64_t));
         for (int k = 0; k < c->n; k++) {
             if (pass == 0)
-                reprod_engine_fixed_split(c->type, c->n, c->dir, c->contributions[k], codes,
-                                          count, offsets, part);
+                reprod_engine_fixed_split(c->type, c->n, c->dir, c->contributions[k], a->codes,
+                                          count, a->offsets, part);
             else
                 reprod_engine_fixed_full_split(c->type, c->n, c->contributions[k], count, part);
             for (size_t w = 0; w < n_words; w++)
                 overflow |= __builtin_add_overflow(sums[w], part[w], &sums[w]);
         }
-        if (pass == 0)
-            reprod_engine_fixed_round(c->type, c->op, c->n, c->dir, codes, count, offsets, sums,
-                                      out);
-        else
-            reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, out);
+        if (pass == 0) {
+            memcpy(a->sums, sums, a->total * sizeof(int64_t));
+            reprod_engine_fixed_round(c->type, c->op, c->n, c->dir, a->codes, count, a->offsets,
+                                      sums, a->two_pass);
+        } else {
+            reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, a->one_pass);
+        }
+    }
+    free(mine), free(sums), free(part);
+    return overflow;
+}
+
+/* The fixed-point route (engine_fixed.h) against the same expected bits: the host arrays at
+ * every kernel level (each level's codes, offsets, word sums and results the generic
+ * level's, bit for bit), and element by element at a narrower word than the rank count needs
+ * (more words, carries across them), both the two-pass and the one-pass layouts. The words'
+ * sums are taken in int64 and must not overflow. */
+static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expected)
+{
+    struct engine_format f = engine_format_of(c->type);
+    size_t count = c->count, size = tf_size(c->type);
+    struct fixed_arrays generic = {0};
+    for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
+        if (engine_limit_kernels(level) != 0) continue;
+        struct fixed_arrays a = {0};
+        int overflow = fixed_host_run(c, &a);
+        engine_limit_kernels(ENGINE_KERNELS_AUTO);
         if (overflow) {
             print_case_header(c, "fixed point");
-            fprintf(stderr, "  an int64 word sum overflowed\n");
+            fprintf(stderr, "  %s: an int64 word sum overflowed\n", level_names[level]);
             c->mismatches++;
         }
-        check_result(c, "fixed point against MPFR mpfr_sum",
-                     pass == 0 ? "two passes" : "one pass", expected, out, 0);
+        char way[64];
+        snprintf(way, sizeof way, "two passes, %s", level_names[level]);
+        check_result(c, "fixed point against MPFR mpfr_sum", way, expected, a.two_pass, 0);
+        snprintf(way, sizeof way, "one pass, %s", level_names[level]);
+        check_result(c, "fixed point against MPFR mpfr_sum", way, expected, a.one_pass, 0);
+        if (level == ENGINE_KERNELS_GENERIC) {
+            generic = a;
+            continue;
+        }
+        const char *differs =
+            memcmp(a.codes, generic.codes, 2 * count)                          ? "codes"
+            : memcmp(a.offsets, generic.offsets, (count + 1) * sizeof(size_t)) ? "offsets"
+            : memcmp(a.sums, generic.sums, a.total * sizeof(int64_t))          ? "word sums"
+            : memcmp(a.two_pass, generic.two_pass, count * size)               ? "two-pass results"
+            : memcmp(a.one_pass, generic.one_pass, count * size)               ? "one-pass results"
+                                                                               : NULL;
+        if (differs) {
+            print_case_header(c, "fixed point");
+            fprintf(stderr, "  %s: the %s differ from the generic level's\n", level_names[level],
+                    differs);
+            c->mismatches++;
+        }
+        fixed_arrays_free(&a);
     }
+    const uint8_t *codes = generic.codes;
     /* Element by element at a narrow word: W from a rank count up to 2^21 - 1. */
     int word_bits = engine_fixed_word_bits(1 << rng_range(r, 0, ENGINE_FIXED_COUNT_BITS - 1));
     if (word_bits > engine_fixed_word_bits(c->n)) word_bits = engine_fixed_word_bits(c->n);
@@ -364,7 +421,7 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
                        expected[i], got[pass]);
         }
     }
-    free(codes), free(mine), free(offsets), free(sums), free(part), free(out);
+    fixed_arrays_free(&generic);
 }
 
 /* The exact reduction in every way against MPFR. */

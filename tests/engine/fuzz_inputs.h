@@ -345,6 +345,46 @@ static void fuzz_add_specials(const struct tfmt *f, struct rng *r, int n, uint64
     }
 }
 
+/* The fixed-point route's edge of one word (engine_fixed.h; two for binary64): terms whose
+ * span takes W = 63 - ceil(log2 n) bits or up to three fewer (W counted here, not taken from the
+ * engine), one element in 128 a bit more, so that a block whose elements all take one word
+ * borders one that does not. Bits an element: the span of its fields plus p (binade buckets),
+ * 8 (hb - lb) + 60 for binary64's buckets of 8 binades. */
+static void recipe_fixed_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int word_bits = 63, top_field = tf_max_field(f), over = rng_range(r, 0, 127) == 0;
+    while ((1 << (63 - word_bits)) < n)
+        word_bits--;
+    int low, high;
+    if (f->p == 53) {
+        int buckets = (2 * word_bits - 60) / 8 - rng_range(r, 0, 1) + over;
+        int hb = rng_range(r, buckets + 1, top_field / 8 - 1), lb = hb - buckets;
+        high = 8 * hb + rng_range(r, 0, 7), low = 8 * lb + rng_range(r, 0, 7);
+    } else {
+        int span = word_bits - f->p - rng_range(r, 0, 3) + over;
+        if (span > top_field - 2) span = top_field - 2;
+        high = rng_range(r, span + 2, top_field), low = high - span;
+    }
+    for (int k = 0; k < n; k++) {
+        int field = k == 0 ? high : k == n - 1 ? low : rng_range(r, low, high);
+        terms[k] = tf_make(f, fuzz_sign(r), field, fuzz_fraction(f, r));
+    }
+    rng_shuffle(r, terms, n);
+}
+
+/* Similar magnitudes (the fixed-point route's blocks of one word, whose word sums are small),
+ * a quarter of the elements cancelling exactly: x, -x and zeros, a zero sum of finite terms
+ * whose sign the direction decides. */
+static void recipe_fixed_zero(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    recipe_similar(f, r, n, terms);
+    if (n < 2 || rng_range(r, 0, 3) != 0) return;
+    terms[1] = terms[0] ^ tf_make(f, 1, 0, 0); /* -x */
+    for (int k = 2; k < n; k++)
+        terms[k] = tf_make(f, fuzz_sign(r), 0, 0);
+    rng_shuffle(r, terms, n);
+}
+
 /* Every recipe, with its name for reports. */
 static const struct {
     const char *name;
@@ -363,6 +403,8 @@ static const struct {
     {"deep-cancel", recipe_deep_cancel},
     {"split-edge", recipe_split_edge},
     {"plain-edge", oracle_gen_plain_edge},
+    {"fixed-edge", recipe_fixed_edge},
+    {"fixed-zero", recipe_fixed_zero},
 };
 
 #define FUZZ_RECIPES ((int)(sizeof fuzz_recipes / sizeof fuzz_recipes[0]))
