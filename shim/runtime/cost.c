@@ -13,8 +13,8 @@
 
 /* The fixed route's cut of a call (hooks/mpi/mpi_fixed.c's SEGMENT_ELEMENTS and PIECE_WORDS):
  * a pass 1 of codes a segment at a time, then its words at most a piece a call. */
-#define FIXED_SEGMENT_ELEMENTS ((uint64_t)1 << 22)
-#define FIXED_PIECE_WORDS      ((uint64_t)1 << 22)
+#define FIXED_PIECE_WORDS      (((uint64_t)1 << 22) - ((uint64_t)1 << 16))
+#define FIXED_SEGMENT_ELEMENTS (2 * FIXED_PIECE_WORDS)
 /* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's sub-pieces
  * hold half of it in words, its piece the other half in codes (2 bytes an element) less the
  * 256 bytes of K's cell. */
