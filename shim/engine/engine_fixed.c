@@ -97,8 +97,10 @@ FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, 
 {
     struct engine_format f = engine_format_of(type);
     size_t i = 0;
-    if (type == REPROD_FLOAT32 && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2)
-        i = engine_fixed_codes_float32_avx2(terms, count, codes);
+    if (engine_kernels_in_use() >= ENGINE_KERNELS_AVX2) {
+        if (type == REPROD_FLOAT32) i = engine_fixed_codes_float32_avx2(terms, count, codes);
+        if (type == REPROD_FLOAT64) i = engine_fixed_codes_float64_avx2(terms, count, codes);
+    }
     for (; i < count; i++)
         engine_fixed_codes(&f, load_bits(type, terms, i), &codes[2 * i], &codes[2 * i + 1]);
 }
@@ -118,12 +120,19 @@ FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir
     int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     size_t total = 0;
     for (size_t i = 0; i < count; i++) {
-        if (type == REPROD_FLOAT32 && avx2 && offsets && i % FAST_BLOCK == 0 &&
-            i + FAST_BLOCK <= count &&
-            engine_fixed_layout_float32_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
-            total += FAST_BLOCK;
-            i += FAST_BLOCK - 1;
-            continue;
+        if (avx2 && offsets && i % FAST_BLOCK == 0 && i + FAST_BLOCK <= count) {
+            if (type == REPROD_FLOAT32 &&
+                engine_fixed_layout_float32_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
+                total += FAST_BLOCK;
+                i += FAST_BLOCK - 1;
+                continue;
+            }
+            if (type == REPROD_FLOAT64 &&
+                engine_fixed_layout_float64_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
+                total += 2 * FAST_BLOCK;
+                i += FAST_BLOCK - 1;
+                continue;
+            }
         }
         if (offsets) offsets[i] = total;
         total += (size_t)engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir)

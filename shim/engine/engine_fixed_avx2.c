@@ -44,17 +44,11 @@ AVX2_FUNCTION static inline __m256i float32_low_field(__m256i lo)
 
 /* ---- Codes ------------------------------------------------------------------------------- */
 
-/* engine_fixed_codes of 8 binary32 terms, as int32 lanes hi | lo << 8. */
-AVX2_FUNCTION static inline __m256i float32_codes_8(const char *terms)
+/* engine_fixed_codes as int32 lanes hi | lo << 8, from each term's bucket (if finite and
+ * nonzero), whether it is zero or an infinity or NaN, and its sign bit (1 or 0). */
+AVX2_FUNCTION static inline __m256i codes_from(__m256i bucket, __m256i zero, __m256i special,
+                                               __m256i negative)
 {
-    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)terms);
-    __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
-    __m256i field = _mm256_srli_epi32(magnitude, 23);
-    __m256i special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f7fffff));
-    __m256i zero = _mm256_cmpeq_epi32(magnitude, _mm256_setzero_si256());
-    __m256i negative = _mm256_srli_epi32(u, 31);
-    __m256i bucket = _mm256_min_epi32(_mm256_max_epi32(field, _mm256_set1_epi32(2)),
-                                      _mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET));
     __m256i hi = _mm256_blendv_epi8(bucket, _mm256_sub_epi32(_mm256_set1_epi32(1), negative), zero);
     __m256i lo = _mm256_sub_epi32(_mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET), bucket);
     lo = _mm256_blendv_epi8(lo, negative, zero);
@@ -63,17 +57,67 @@ AVX2_FUNCTION static inline __m256i float32_codes_8(const char *terms)
     return _mm256_or_si256(hi, _mm256_slli_epi32(lo, 8));
 }
 
+/* The bucket of each lane's effective field max(field, 1) >> shift, clamped to the buckets. */
+AVX2_FUNCTION static inline __m256i bucket_of(__m256i field, int shift)
+{
+    __m256i bucket = _mm256_srli_epi32(_mm256_max_epi32(field, _mm256_set1_epi32(1)), shift);
+    return _mm256_min_epi32(_mm256_max_epi32(bucket, _mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET)),
+                            _mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET));
+}
+
+/* The codes of 8 binary32 terms. */
+AVX2_FUNCTION static inline __m256i float32_codes_8(const char *terms)
+{
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)terms);
+    __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    __m256i special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f7fffff));
+    __m256i zero = _mm256_cmpeq_epi32(magnitude, _mm256_setzero_si256());
+    return codes_from(bucket_of(_mm256_srli_epi32(magnitude, 23), 0), zero, special,
+                      _mm256_srli_epi32(u, 31));
+}
+
+/* The codes of 8 binary64 terms, from their high and low 32 bits (buckets of 8 binades). */
+AVX2_FUNCTION static inline __m256i float64_codes_8(const char *terms)
+{
+    const __m256i odd_then_even_32 = _mm256_setr_epi32(1, 3, 5, 7, 0, 2, 4, 6);
+    __m256i a = _mm256_permutevar8x32_epi32(
+        _mm256_loadu_si256((const __m256i *)(const void *)terms), odd_then_even_32);
+    __m256i b = _mm256_permutevar8x32_epi32(
+        _mm256_loadu_si256((const __m256i *)(const void *)(terms + 32)), odd_then_even_32);
+    __m256i high = _mm256_permute2x128_si256(a, b, 0x20),
+            low = _mm256_permute2x128_si256(a, b, 0x31);
+    __m256i magnitude = _mm256_and_si256(high, _mm256_set1_epi32(0x7fffffff));
+    __m256i special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7fefffff));
+    __m256i zero = _mm256_cmpeq_epi32(_mm256_or_si256(magnitude, low), _mm256_setzero_si256());
+    return codes_from(bucket_of(_mm256_srli_epi32(magnitude, 20), 3), zero, special,
+                      _mm256_srli_epi32(high, 31));
+}
+
+/* 16 elements' codes, two int32 lanes of 8 (hi | lo << 8), stored as bytes hi, lo, ... */
+AVX2_FUNCTION static inline void store_codes_16(__m256i a, __m256i b, uint8_t *codes)
+{
+    /* packus interleaves the 128-bit halves: a0-3 b0-3 a4-7 b4-7; put them in order */
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+    _mm256_storeu_si256((__m256i *)(void *)codes, packed);
+}
+
 AVX2_FUNCTION size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count,
                                                      uint8_t *codes)
 {
     size_t i = 0;
-    for (; i + 16 <= count; i += 16) {
-        __m256i a = float32_codes_8((const char *)terms + 4 * i);
-        __m256i b = float32_codes_8((const char *)terms + 4 * i + 32);
-        /* packus interleaves the 128-bit halves: a0-3 b0-3 a4-7 b4-7; put them in order */
-        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
-        _mm256_storeu_si256((__m256i *)(void *)(codes + 2 * i), packed);
-    }
+    for (; i + 16 <= count; i += 16)
+        store_codes_16(float32_codes_8((const char *)terms + 4 * i),
+                       float32_codes_8((const char *)terms + 4 * i + 32), codes + 2 * i);
+    return i;
+}
+
+AVX2_FUNCTION size_t engine_fixed_codes_float64_avx2(const void *terms, size_t count,
+                                                     uint8_t *codes)
+{
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16)
+        store_codes_16(float64_codes_8((const char *)terms + 8 * i),
+                       float64_codes_8((const char *)terms + 8 * i + 64), codes + 2 * i);
     return i;
 }
 
@@ -101,6 +145,50 @@ AVX2_FUNCTION int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t 
     for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
         _mm256_storeu_si256((__m256i *)(void *)(offsets + j), at);
         at = _mm256_add_epi64(at, _mm256_set1_epi64x(4));
+    }
+    return 1;
+}
+
+/* The lowest effective field of the bucket a binary64 lo code names: bucket << 3, the first
+ * bucket's 1. */
+AVX2_FUNCTION static inline __m256i float64_low_field(__m256i lo)
+{
+    __m256i bucket = _mm256_sub_epi32(_mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET), lo);
+    __m256i first = _mm256_cmpeq_epi32(bucket, _mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET));
+    return _mm256_blendv_epi8(_mm256_slli_epi32(bucket, 3), _mm256_set1_epi32(1), first);
+}
+
+AVX2_FUNCTION int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t *codes,
+                                                   size_t first, size_t *offsets)
+{
+    __m256i refused = _mm256_setzero_si256();
+    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 8) {
+        __m256i lo, hi;
+        codes_of_8(codes + 2 * j, &lo, &hi);
+        /* the bucket's highest field: (hi << 3) + 7, the last bucket's 2046 */
+        __m256i high =
+            _mm256_min_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 3), _mm256_set1_epi32(7)),
+                             _mm256_set1_epi32(2046));
+        high =
+            _mm256_blendv_epi8(high, _mm256_set1_epi32(2046),
+                               _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET)));
+        /* two words: W < top - B = high - low + 53 bits <= 2 W */
+        __m256i bits =
+            _mm256_add_epi32(_mm256_sub_epi32(high, float64_low_field(lo)), _mm256_set1_epi32(53));
+        __m256i not_finite =
+            _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET), hi),
+                            _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_HI_SPECIAL)));
+        __m256i not_two =
+            _mm256_or_si256(_mm256_cmpgt_epi32(bits, _mm256_set1_epi32(2 * word_bits)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(word_bits + 1), bits));
+        refused = _mm256_or_si256(refused, _mm256_or_si256(not_finite, not_two));
+    }
+    if (!_mm256_testz_si256(refused, refused)) return 0;
+    __m256i at =
+        _mm256_add_epi64(_mm256_set1_epi64x((long long)first), _mm256_set_epi64x(6, 4, 2, 0));
+    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
+        _mm256_storeu_si256((__m256i *)(void *)(offsets + j), at);
+        at = _mm256_add_epi64(at, _mm256_set1_epi64x(8));
     }
     return 1;
 }
@@ -230,7 +318,20 @@ size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t 
     return 0;
 }
 
+size_t engine_fixed_codes_float64_avx2(const void *terms, size_t count, uint8_t *codes)
+{
+    (void)terms, (void)count, (void)codes;
+    return 0;
+}
+
 int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t *codes, size_t first,
+                                     size_t *offsets)
+{
+    (void)word_bits, (void)codes, (void)first, (void)offsets;
+    return 0;
+}
+
+int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t *codes, size_t first,
                                      size_t *offsets)
 {
     (void)word_bits, (void)codes, (void)first, (void)offsets;

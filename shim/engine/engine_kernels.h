@@ -111,11 +111,16 @@ engine_exact_float64_kernel engine_exact_float64_avx512;
  * at ENGINE_KERNELS_AVX2 and above; each gives the bits of engine_fixed.c's scalar block.
  * A block is ENGINE_FIXED_BLOCK elements; codes are two bytes an element, [hi, lo]. */
 #define ENGINE_FIXED_BLOCK 64
-/* engine_fixed_codes of binary32 terms [0, done), done the largest multiple of 16 <= count. */
+/* engine_fixed_codes of binary32 (binary64) terms [0, done), done the largest multiple of 16
+ * <= count. */
 size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t *codes);
-/* 1, with offsets[j] = first + j, when every element of the block is finite and takes one
- * word at W = word_bits; else 0, nothing written. */
+size_t engine_fixed_codes_float64_avx2(const void *terms, size_t count, uint8_t *codes);
+/* 1, with offsets[j] = first + j, when every binary32 element of the block is finite and takes
+ * one word at W = word_bits (offsets[j] = first + 2 j: every binary64 element two words); else
+ * 0, nothing written. */
 int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t *codes, size_t first,
+                                     size_t *offsets);
+int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t *codes, size_t first,
                                      size_t *offsets);
 /* The words of a block whose elements all take one word (binary32), two (binary64). */
 void engine_fixed_split_float32_avx2(const char *terms, const uint8_t *codes, int64_t *words);
