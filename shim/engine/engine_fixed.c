@@ -268,6 +268,15 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
 #if defined(__x86_64__)
 /* Round a block of two-word binary64 sums; elements the fast form cannot take go to
  * engine_fixed_round. */
+/* Element j of a two-word block by engine_fixed_round: what the fast forms leave. */
+FIXED_INLINE uint64_t round_float64_other(const struct engine_format *f, const uint8_t *codes,
+                                          const int64_t *sums, int word_bits, reprod_op op,
+                                          int ranks, reprod_rounding dir, size_t j)
+{
+    struct engine_fixed_element e = {2, low_field(REPROD_FLOAT64, codes[2 * j + 1]) - 1023 - 52};
+    return engine_fixed_round(f, sums + 2 * j, word_bits, codes[2 * j], e, op, ranks, dir);
+}
+
 FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8_t *codes,
                                       const int64_t *sums, int word_bits, reprod_op op, int ranks,
                                       reprod_rounding dir, char *result)
@@ -278,12 +287,23 @@ FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8
         int32_t base = low_field(REPROD_FLOAT64, codes[2 * j + 1]) - 1023 - 52;
         uint64_t bits = engine_double_bits((double)narrow);
         int32_t exponent = (int32_t)((bits >> 52) & 0x7ff) + base;
-        if ((__int128)narrow == sum && narrow != 0 && exponent >= 1 && exponent <= 2046) {
+        if ((__int128)narrow == sum && narrow != 0 && exponent >= 1 && exponent <= 2046)
             bits += (uint64_t)(int64_t)base << 52; /* times 2^B, exactly */
-        } else {
-            struct engine_fixed_element e = {2, base};
-            bits = engine_fixed_round(f, sums + 2 * j, word_bits, codes[2 * j], e, op, ranks, dir);
-        }
+        else
+            bits = round_float64_other(f, codes, sums, word_bits, op, ranks, dir, j);
+        memcpy(result + 8 * j, &bits, 8);
+    }
+}
+
+/* The same block in AVX-512 lanes (engine_fixed_avx512.c), its leftovers here. */
+FIXED_INLINE void round_float64_block_avx512(const struct engine_format *f, const uint8_t *codes,
+                                             const int64_t *sums, int word_bits, reprod_op op,
+                                             int ranks, reprod_rounding dir, char *result)
+{
+    uint64_t left = engine_fixed_round_float64_avx512(codes, sums, word_bits, result);
+    for (; left; left &= left - 1) {
+        size_t j = (size_t)__builtin_ctzll(left);
+        uint64_t bits = round_float64_other(f, codes, sums, word_bits, op, ranks, dir, j);
         memcpy(result + 8 * j, &bits, 8);
     }
 }
@@ -345,7 +365,8 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     int word_bits = engine_fixed_word_bits(ranks);
 #if defined(__x86_64__)
     int fast = (type == REPROD_FLOAT32 || type == REPROD_FLOAT64) && (op == REPROD_SUM || ranks == 1);
-    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
+    enum engine_kernel_level level = engine_kernels_in_use();
+    int avx2 = level >= ENGINE_KERNELS_AVX2, avx512 = level >= ENGINE_KERNELS_AVX512;
     unsigned saved = 0, wanted = mxcsr_of(dir);
     if (fast) {
         __asm__ volatile("stmxcsr %0" : "=m"(saved) : : "memory");
@@ -364,8 +385,12 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
         }
         if (fast && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
             block_takes_two_words(codes, offsets, i)) {
-            round_float64_block(&f, codes + 2 * i, sums + offsets[i], word_bits, op, ranks, dir,
-                                (char *)result + 8 * i);
+            if (avx512)
+                round_float64_block_avx512(&f, codes + 2 * i, sums + offsets[i], word_bits, op,
+                                           ranks, dir, (char *)result + 8 * i);
+            else
+                round_float64_block(&f, codes + 2 * i, sums + offsets[i], word_bits, op, ranks, dir,
+                                    (char *)result + 8 * i);
             i += FAST_BLOCK;
             continue;
         }

@@ -132,6 +132,12 @@ void engine_fixed_split_float64_avx2(const char *terms, const uint8_t *codes, in
 int engine_fixed_round_float32_avx2(const uint8_t *codes, const int64_t *sums, reprod_rounding dir,
                                     char *result);
 
+/* The binary64 results of a two-word block from its word sums, in the direction MXCSR holds
+ * (engine_fixed_avx512.c, at ENGINE_KERNELS_AVX512): bit j of the answer set for each element
+ * j it left unwritten, for the caller's engine_fixed_round. */
+uint64_t engine_fixed_round_float64_avx512(const uint8_t *codes, const int64_t *sums, int word_bits,
+                                           char *result);
+
 /* Whether this CPU runs the AVX2 (with F16C) or the AVX-512 kernels (0 where they are not
  * built). */
 int engine_cpu_has_avx2(void);
