@@ -91,6 +91,7 @@ static size_t sub_now(const struct nccl_work *w, size_t piece)
     if (!w->words_bytes) return piece;
     size_t stride = w->stride > 0 ? (size_t)w->stride : 1; /* the kernel reads back at least 1 */
     size_t fit = w->words_bytes / (stride * sizeof(int64_t));
+    if (fit == 0) fit = 1; /* never (the words hold one element at the most K), but never 0 */
     size_t left = piece - w->sub_offset;
     return left < fit ? left : fit;
 }
@@ -129,8 +130,10 @@ int nccl_fixed_prepare(struct nccl_work *w)
         w->words_bytes = bound / 2 / ALIGN_BYTES * ALIGN_BYTES;
         per_element = 2 + premul;
     }
-    /* The codes and K's cell in the other half (K's cell: one ALIGN_BYTES). */
-    size_t piece = (bound - w->words_bytes - (w->words_bytes ? ALIGN_BYTES : 0)) / per_element;
+    /* The codes and K's cell in the other half (K's cell: one ALIGN_BYTES; the codes and
+     * PreMulSum's scaled copy each rounded up to ALIGN_BYTES: one more each). */
+    size_t cells = (w->words_bytes ? 1 : 0) + (premul ? 2 : 0);
+    size_t piece = (bound - w->words_bytes - cells * ALIGN_BYTES) / per_element;
     if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
     if (piece > w->count) piece = w->count;
     if (w->words_bytes) { /* a small call: room for its words at the most K can be, no more */

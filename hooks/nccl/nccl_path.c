@@ -121,7 +121,7 @@ static size_t input_bytes(const struct nccl_work *w)
 
 ncclResult_t nccl_work_start(struct nccl_work *w)
 {
-    w->offset = 0, w->phase = 0, w->done = 0, w->result = ncclSuccess;
+    w->offset = 0, w->sub_offset = 0, w->phase = 0, w->done = 0, w->result = ncclSuccess;
     /* In stream order: after the calls before it in its group, which it may read. */
     if (reprod_trace_enabled() &&
         nccl_hash_device(w->send, input_bytes(w), w->stream, w->info.device, &w->input_hash) == 0)

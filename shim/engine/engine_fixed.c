@@ -215,6 +215,8 @@ FIXED_INLINE int block_takes_two_words(const uint8_t *codes, const size_t *offse
     return (int)two;
 }
 
+#if defined(__SIZEOF_INT128__) /* 64-bit targets: the block's shift goes through 128 bits */
+#define SPLIT_FLOAT64_BLOCKS 1
 FIXED_INLINE void split_float64_block(const char *terms, const uint8_t *codes, int word_bits,
                                       int64_t *words)
 {
@@ -233,6 +235,9 @@ FIXED_INLINE void split_float64_block(const char *terms, const uint8_t *codes, i
         words[2 * j + 1] = (u >> 63) ? -high : high;
     }
 }
+#else
+#define SPLIT_FLOAT64_BLOCKS 0
+#endif
 
 #if defined(__x86_64__)
 /* MXCSR: exceptions masked, no flush to zero, the rounding control of `dir`. */
@@ -328,14 +333,16 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
             i += FAST_BLOCK;
             continue;
         }
-        if (type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
+        if (SPLIT_FLOAT64_BLOCKS && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
             block_takes_two_words(codes, offsets, i)) {
+#if SPLIT_FLOAT64_BLOCKS
             if (avx2)
                 engine_fixed_split_float64_avx2((const char *)terms + 8 * i, codes + 2 * i,
                                                 word_bits, words + offsets[i]);
             else
                 split_float64_block((const char *)terms + 8 * i, codes + 2 * i, word_bits,
                                     words + offsets[i]);
+#endif
             i += FAST_BLOCK;
             continue;
         }
