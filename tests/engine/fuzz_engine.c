@@ -284,10 +284,11 @@ static void check_run(struct fuzz_case *c, const char *what, const char *way, in
 
 static const char *const level_names[] = {"generic kernels", "AVX2 kernels", "AVX-512 kernels"};
 
-/* The host arrays of the fixed-point route at one kernel level: the reduced codes, the
- * offsets, the two-pass word sums and results, the one-pass results. */
+/* The host arrays of the fixed-point route at one kernel level: each rank's codes (ranks on
+ * CPUs of different levels meet in one MAX), the reduced codes, the offsets, the two-pass word
+ * sums and results, the one-pass results. */
 struct fixed_arrays {
-    uint8_t *codes;
+    uint8_t *own, *codes;
     size_t *offsets, total;
     int64_t *sums;
     char *two_pass, *one_pass;
@@ -295,7 +296,8 @@ struct fixed_arrays {
 
 static void fixed_arrays_free(struct fixed_arrays *a)
 {
-    free(a->codes), free(a->offsets), free(a->sums), free(a->two_pass), free(a->one_pass);
+    free(a->own), free(a->codes), free(a->offsets), free(a->sums), free(a->two_pass);
+    free(a->one_pass);
 }
 
 /* Run the host arrays as the data paths call them, with the real rank count; 1 if an int64
@@ -303,10 +305,11 @@ static void fixed_arrays_free(struct fixed_arrays *a)
 static int fixed_host_run(struct fuzz_case *c, struct fixed_arrays *a)
 {
     size_t count = c->count, size = tf_size(c->type);
-    uint8_t *mine = checked_malloc(2 * count);
+    a->own = checked_malloc((size_t)c->n * 2 * count);
     a->codes = checked_malloc(2 * count);
     memset(a->codes, 0, 2 * count);
     for (int k = 0; k < c->n; k++) {
+        uint8_t *mine = a->own + (size_t)k * 2 * count;
         reprod_engine_fixed_codes(c->type, c->contributions[k], count, mine);
         for (size_t b = 0; b < 2 * count; b++)
             if (mine[b] > a->codes[b]) a->codes[b] = mine[b];
@@ -341,7 +344,7 @@ static int fixed_host_run(struct fuzz_case *c, struct fixed_arrays *a)
             reprod_engine_fixed_full_round(c->type, c->op, c->n, c->dir, count, sums, a->one_pass);
         }
     }
-    free(mine), free(sums), free(part);
+    free(sums), free(part);
     return overflow;
 }
 
@@ -375,7 +378,8 @@ static void fuzz_fixed(struct fuzz_case *c, struct rng *r, const uint64_t *expec
             continue;
         }
         const char *differs =
-            memcmp(a.codes, generic.codes, 2 * count)                          ? "codes"
+            memcmp(a.own, generic.own, (size_t)c->n * 2 * count)               ? "ranks' own codes"
+            : memcmp(a.codes, generic.codes, 2 * count)                        ? "codes"
             : memcmp(a.offsets, generic.offsets, (count + 1) * sizeof(size_t)) ? "offsets"
             : memcmp(a.sums, generic.sums, a.total * sizeof(int64_t))          ? "word sums"
             : memcmp(a.two_pass, generic.two_pass, count * size)               ? "two-pass results"
