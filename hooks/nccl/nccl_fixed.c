@@ -131,8 +131,9 @@ int nccl_fixed_prepare(struct nccl_work *w)
         per_element = 2 + premul;
     }
     /* The codes and K's cell in the other half (K's cell: one ALIGN_BYTES; the codes and
-     * PreMulSum's scaled copy each rounded up to ALIGN_BYTES: one more each). */
-    size_t cells = (w->words_bytes ? 1 : 0) + (premul ? 2 : 0);
+     * PreMulSum's scaled copy each rounded up to ALIGN_BYTES: one more each). Without
+     * sub-pieces the words are in the same bound: K's cell and the codes' and words' rounding. */
+    size_t cells = (w->words_bytes ? 1 : 3) + (premul ? 2 : 0);
     size_t piece = (bound - w->words_bytes - cells * ALIGN_BYTES) / per_element;
     if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
     if (piece > w->count) piece = w->count;

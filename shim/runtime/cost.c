@@ -208,7 +208,7 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
     uint64_t words = elements * (uint64_t)k;
-    /* MPI: pieces of 2^22 words; NCCL: sub-pieces of half REPROD_SCRATCH_MB's 64 MiB. */
+    /* MPI: pieces of 2^22 - 2^16 words; NCCL: sub-pieces of half REPROD_SCRATCH_MB's 64 MiB. */
     uint64_t most = nccl ? NCCL_SUB_PIECE_WORDS : FIXED_PIECE_WORDS;
     uint64_t piece = words <= most ? words : most / (uint64_t)k * (uint64_t)k;
     uint64_t pieces = words / piece, rest = words % piece;
@@ -240,10 +240,10 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         return 0;
     }
     /* NCCL: pieces whose scratch, sized for the one-pass layout, fits REPROD_SCRATCH_MB's
-     * default 64 MiB (hooks/nccl/nccl_fixed.c); MPI: pass 1 a segment at a time
-     * (hooks/mpi/mpi_fixed.c), a nonblocking call's one pass whole. */
+     * default 64 MiB less 768 bytes of alignment (hooks/nccl/nccl_fixed.c); MPI: pass 1 a
+     * segment at a time (hooks/mpi/mpi_fixed.c), a nonblocking call's one pass whole. */
     int full_words = reprod_engine_fixed_full_words(call->type, n);
-    uint64_t nccl_piece = ((uint64_t)64 << 20) / (2 + 8 * (uint64_t)full_words);
+    uint64_t nccl_piece = (((uint64_t)64 << 20) - 3 * 256) / (2 + 8 * (uint64_t)full_words);
     if (route == REPROD_ROUTE_FIXED_ONE_PASS) {
         uint64_t piece = call->nccl && count > nccl_piece ? nccl_piece : count;
         struct reprod_cost one;
