@@ -97,7 +97,7 @@ FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, 
 {
     struct engine_format f = engine_format_of(type);
     size_t i = 0;
-    if (engine_kernels_in_use() >= ENGINE_KERNELS_AVX2) {
+    if (ENGINE_FIXED_VECTORS && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2) {
         if (type == REPROD_FLOAT32) i = engine_fixed_codes_float32_avx2(terms, count, codes);
         if (type == REPROD_FLOAT64) i = engine_fixed_codes_float64_avx2(terms, count, codes);
     }
@@ -117,7 +117,7 @@ FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir
 {
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
-    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
+    int avx2 = ENGINE_FIXED_VECTORS && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     size_t total = 0;
     for (size_t i = 0; i < count; i++) {
         if (avx2 && offsets && i % FAST_BLOCK == 0 && i + FAST_BLOCK <= count) {
@@ -271,8 +271,6 @@ FIXED_INLINE int round_float32_block(const uint8_t *codes, const int64_t *sums,
 #endif
 
 #if defined(__x86_64__)
-/* Round a block of two-word binary64 sums; elements the fast form cannot take go to
- * engine_fixed_round. */
 /* Element j of a two-word block by engine_fixed_round: what the fast forms leave. */
 FIXED_INLINE uint64_t round_float64_other(const struct engine_format *f, const uint8_t *codes,
                                           const int64_t *sums, int word_bits, reprod_op op,
@@ -282,6 +280,9 @@ FIXED_INLINE uint64_t round_float64_other(const struct engine_format *f, const u
     return engine_fixed_round(f, sums + 2 * j, word_bits, codes[2 * j], e, op, ranks, dir);
 }
 
+/* Round a block of two-word binary64 sums: S = s0 + s1 2^W where it fits an int64, converted by
+ * the hardware, 2^B added to the exponent; the elements the fast form cannot take go to
+ * engine_fixed_round. */
 FIXED_INLINE void round_float64_block(const struct engine_format *f, const uint8_t *codes,
                                       const int64_t *sums, int word_bits, reprod_op op, int ranks,
                                       reprod_rounding dir, char *result)
@@ -320,7 +321,7 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
 {
     struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
-    int avx2 = engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
+    int avx2 = ENGINE_FIXED_VECTORS && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     (void)dir; /* in the offsets already */
     for (size_t i = 0; i < count;) {
         if (type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
@@ -372,7 +373,8 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     int word_bits = engine_fixed_word_bits(ranks);
 #if defined(__x86_64__)
     int fast = (type == REPROD_FLOAT32 || type == REPROD_FLOAT64) && (op == REPROD_SUM || ranks == 1);
-    enum engine_kernel_level level = engine_kernels_in_use();
+    enum engine_kernel_level level =
+        ENGINE_FIXED_VECTORS ? engine_kernels_in_use() : ENGINE_KERNELS_GENERIC;
     int avx2 = level >= ENGINE_KERNELS_AVX2, avx512 = level >= ENGINE_KERNELS_AVX512;
     unsigned saved = 0, wanted = mxcsr_of(dir);
     if (fast) {

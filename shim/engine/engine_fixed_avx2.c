@@ -3,18 +3,19 @@
  *
  * Each block gives the bits of engine_fixed.c's scalar form of the same block (the fuzzer
  * compares the codes, offsets, words and results of every kernel level): the codes of
- * binary32 terms; the layout of a block of binary32 elements that all take one word; the split
- * of such a block (m 2^shift, negated for a negative term), and of a block of binary64
- * elements that all take two; the rounding of a binary32 block, whose word sums S convert to
- * binary64 exactly (|S| < 2^51: the integer added to the bits of 1.5 2^52, that value then
- * subtracted), are scaled by 2^B (a power of two: exact) and rounded once to binary32 by the
- * hardware in the direction MXCSR holds (the caller sets it). Built on x86-64 only.
+ * binary32 and binary64 terms (binary64's from their high and low 32 bits); the layout of a
+ * block of binary32 elements that all take one word, of binary64 elements that all take two;
+ * the split of such blocks (m 2^shift, negated for a negative term); the rounding of a binary32
+ * block, whose word sums S convert to binary64 exactly (|S| < 2^51: the integer added to the
+ * bits of 1.5 2^52, that value then subtracted), are scaled by 2^B (a power of two: exact) and
+ * rounded once to binary32 by the hardware in the direction MXCSR holds (the caller sets it).
+ * Built where ENGINE_FIXED_VECTORS is 1 (x86-64, 64-bit size_t).
  */
 #include "engine/engine_kernels.h"
 
 #include "engine/engine_fixed.h" /* the codes' values */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if ENGINE_FIXED_VECTORS
 
 #include <immintrin.h>
 #include <string.h>
@@ -310,7 +311,7 @@ AVX2_FUNCTION int engine_fixed_round_float32_avx2(const uint8_t *codes, const in
     return 1;
 }
 
-#else /* not x86-64: never called (engine_kernels_in_use is generic) */
+#else /* never called: engine_fixed.c takes these only where ENGINE_FIXED_VECTORS is 1 */
 
 size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t *codes)
 {

@@ -7,13 +7,13 @@
  * vcvtqq2pd: the one rounding of the exact integer), then B added to the exponent, exact while
  * the result stays normal. The other elements (S beyond an int64, S = 0, a result outside the
  * normal range) are left to the caller, which rounds them with engine_fixed_round, as the
- * scalar block does. Built on x86-64 only.
+ * scalar block does. Built where ENGINE_FIXED_VECTORS is 1 (x86-64, 64-bit size_t).
  */
 #include "engine/engine_kernels.h"
 
 #include "engine/engine_fixed.h" /* the codes' values */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if ENGINE_FIXED_VECTORS
 
 #include <immintrin.h>
 
@@ -62,7 +62,7 @@ AVX512_FUNCTION uint64_t engine_fixed_round_float64_avx512(const uint8_t *codes,
     return refused;
 }
 
-#else /* not x86-64: never called (engine_kernels_in_use is generic) */
+#else /* never called: engine_fixed.c takes these only where ENGINE_FIXED_VECTORS is 1 */
 
 uint64_t engine_fixed_round_float64_avx512(const uint8_t *codes, const int64_t *sums, int word_bits,
                                            char *result)

@@ -1,4 +1,4 @@
-/* engine_kernels.h: the host engine's block kernels (internal to engine.c and engine_avx2.c).
+/* engine_kernels.h: the host engine's block kernels (internal to the engine's files).
  *
  * An exact kernel reduces elements [0, done) of an array, done a multiple of its block, and
  * returns done; the caller finishes the tail with engine_exact_element. Within a block every
@@ -111,6 +111,13 @@ engine_exact_float64_kernel engine_exact_float64_avx512;
  * at ENGINE_KERNELS_AVX2 and above; each gives the bits of engine_fixed.c's scalar block.
  * A block is ENGINE_FIXED_BLOCK elements; codes are two bytes an element, [hi, lo]. */
 #define ENGINE_FIXED_BLOCK 64
+/* Built, and taken, on x86-64 with a 64-bit size_t (the layout stores offsets in 64-bit lanes;
+ * not the x32 ABI); elsewhere the scalar blocks serve every level. */
+#if defined(__x86_64__) && defined(__LP64__) && (defined(__GNUC__) || defined(__clang__))
+#define ENGINE_FIXED_VECTORS 1
+#else
+#define ENGINE_FIXED_VECTORS 0
+#endif
 /* engine_fixed_codes of binary32 (binary64) terms [0, done), done the largest multiple of 16
  * <= count. */
 size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t *codes);
