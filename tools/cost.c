@@ -14,7 +14,8 @@ static const char cost_help[] =
     "usage: reprod cost --ranks N --bytes M --type T [--words K] [--library mpi|nccl]\n"
     "                   [--route auto|exchange|fixed|one-pass] [--ranks-per-node G]\n"
     "                   [--intra-latency-us X] [--intra-gbps X] [--inter-latency-us X]\n"
-    "                   [--inter-gbps X] [--overhead-us X] [--segment-elements S] [--rank R]\n"
+    "                   [--inter-gbps X] [--overhead-us X] [--reduce-gbps X] [--engine-ns X]\n"
+    "                   [--fixed-ns X] [--segment-elements S] [--rank R]\n"
     "       reprod cost --table [--library mpi|nccl] [machine options]\n"
     "What one all-reduce of M bytes of T (float32, float64, float16, bfloat16) over N ranks\n"
     "costs each rank: natively (the algorithm the library picks: Open MPI 4.1's tuned decision,\n"
@@ -22,7 +23,10 @@ static const char cost_help[] =
     "one --route names), one line each: messages and bytes a rank sends, the peers it sends\n"
     "to, its temporary memory, and the modelled time. M takes K, M, G (KiB, MiB, GiB).\n"
     "--words K: the fixed route's words per element (default: the type's typical K).\n"
-    "--segment-elements S: the MPI fixed route's segment (default 4194304, the shim's).\n"
+    "--segment-elements S: the MPI fixed route's segment (default 8257536, the shim's).\n"
+    "--fixed-ns X: the fixed route's split and rounding, ns an element and word (default 0.05,\n"
+    "          a GPU's; host buffers: about 2.3 for binary32 with AVX2, `make bench` measures "
+    "it).\n"
     "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
     "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"
     "--table: shim/native for N = 2 ... 16384 and M = 8 B ... 1 GiB (float32).\n"
@@ -159,12 +163,15 @@ int reprod_cost_command(int argc, char **argv)
             continue;
         }
         i++;
-        double *number = strcmp(option, "--intra-latency-us") == 0 ? &machine.intra_latency_us
-                       : strcmp(option, "--intra-gbps") == 0       ? &machine.intra_gbps
-                       : strcmp(option, "--inter-latency-us") == 0 ? &machine.inter_latency_us
-                       : strcmp(option, "--inter-gbps") == 0       ? &machine.inter_gbps
-                       : strcmp(option, "--overhead-us") == 0      ? &machine.overhead_us
-                                                                   : NULL;
+        double *number = strcmp(option, "--intra-latency-us") == 0   ? &machine.intra_latency_us
+                         : strcmp(option, "--intra-gbps") == 0       ? &machine.intra_gbps
+                         : strcmp(option, "--inter-latency-us") == 0 ? &machine.inter_latency_us
+                         : strcmp(option, "--inter-gbps") == 0       ? &machine.inter_gbps
+                         : strcmp(option, "--overhead-us") == 0      ? &machine.overhead_us
+                         : strcmp(option, "--reduce-gbps") == 0      ? &machine.reduce_gbps
+                         : strcmp(option, "--engine-ns") == 0        ? &machine.engine_ns
+                         : strcmp(option, "--fixed-ns") == 0         ? &machine.fixed_ns
+                                                                     : NULL;
         if (number) {
             if (parse_number(value, number)) return usage_error(option, "a positive number", value);
         } else if (strcmp(option, "--ranks") == 0) {
