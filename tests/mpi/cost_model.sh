@@ -150,8 +150,22 @@ done <<'CASES'
 --words|--ranks 4 --bytes 8 --type float32 --words 0
 --colour|--ranks 4 --bytes 8 --type float32 --colour red
 --library|--ranks 4 --bytes 8 --type float32 --library gloo
+--fixed-ns|--ranks 4 --bytes 8 --type float32 --fixed-ns 0
+--engine-ns|--ranks 4 --bytes 8 --type float32 --engine-ns x
 CASES
 ok "bad arguments refused (exit 2), each naming its option"
+
+# --fixed-ns prices the fixed route's conversion (host buffers): at 1,024 ranks a 1 MiB float32
+# call is 262,144 elements of one word, so 2.3 ns an element and word instead of 0.05 adds
+# 262,144 x 2.25 ns = 589.824 us to the shim's time and nothing to native's.
+gpu=$("$reprod" cost --ranks 1024 --bytes 1M --type float32)
+host=$("$reprod" cost --ranks 1024 --bytes 1M --type float32 --fixed-ns 2.3)
+[ "$(field time_us "$(grep '^native ' <<<"$gpu")")" = "$(field time_us "$(grep '^native ' <<<"$host")")" ] ||
+    fail "--fixed-ns changed native's time: $gpu / $host"
+awk -v a="$(field time_us "$(grep '^shim ' <<<"$gpu")")" -v b="$(field time_us "$(grep '^shim ' <<<"$host")")" \
+    'BEGIN { d = b - a - 589.824; exit !(d > -0.01 && d < 0.01) }' ||
+    fail "--fixed-ns 2.3: the shim's time should grow by 589.824 us: $gpu / $host"
+ok "--fixed-ns prices the fixed route's conversion, and only the shim's"
 
 # ---- Measured: Open MPI's pml monitoring at np=16 and np=32 ---------------------------------
 ompi_info --param pml monitoring --level 9 2>/dev/null | grep -q pml_monitoring_enable ||
