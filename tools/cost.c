@@ -25,7 +25,7 @@ static const char cost_help[] =
     "--words K: the fixed route's words per element (default: the type's typical K).\n"
     "--segment-elements S: the MPI fixed route's segment (default 8257536, the shim's).\n"
     "--fixed-ns X: the fixed route's split and rounding, ns an element and word (default 0.05,\n"
-    "          a GPU's; host buffers: about 2.3 for binary32 with AVX2, `make bench` measures "
+    "          a GPU's; host buffers: about 1.4 for binary32 with AVX2, `make bench` measures "
     "it).\n"
     "--rank R: rank R's figures, not the largest over the ranks, and the ranks it sends to;\n"
     "          --rank all: two lines a rank (\"native rank=R ...\", \"shim rank=R ...\").\n"

@@ -164,9 +164,11 @@ size_t reprod_engine_fixed_layout(reprod_type type, int ranks, reprod_rounding d
  * rounding control; no flush to zero), which is the one rounding of the exact sum. */
 
 /* 1 when elements i .. i + FAST_BLOCK - 1 all take exactly one word. */
-FIXED_INLINE int block_takes_one_word(const uint8_t *codes, const size_t *offsets, size_t i)
+FIXED_INLINE int block_takes_one_word(const uint8_t *codes, const size_t *offsets, size_t i,
+                                      int avx2)
 {
     if (offsets[i + FAST_BLOCK] - offsets[i] != FAST_BLOCK) return 0;
+    if (avx2) return engine_fixed_block_finite_avx2(codes + 2 * i);
     unsigned finite = 1;
     for (size_t j = i; j < i + FAST_BLOCK; j++)
         finite &= (codes[2 * j] >= ENGINE_FIXED_FIRST_BUCKET) &
@@ -207,8 +209,10 @@ FIXED_INLINE void split_float32_block(const char *terms, const uint8_t *codes, i
  * engine_fixed_round). */
 
 /* 1 when elements i .. i + FAST_BLOCK - 1 all take exactly two words and are finite. */
-FIXED_INLINE int block_takes_two_words(const uint8_t *codes, const size_t *offsets, size_t i)
+FIXED_INLINE int block_takes_two_words(const uint8_t *codes, const size_t *offsets, size_t i,
+                                       int avx2)
 {
+    if (avx2) return engine_fixed_block_two_words_avx2(codes + 2 * i, offsets + i);
     unsigned two = 1;
     for (size_t j = i; j < i + FAST_BLOCK; j++)
         two &= (offsets[j + 1] - offsets[j] == 2) & (codes[2 * j] != ENGINE_FIXED_HI_SPECIAL);
@@ -325,7 +329,7 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
     (void)dir; /* in the offsets already */
     for (size_t i = 0; i < count;) {
         if (type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
-            block_takes_one_word(codes, offsets, i)) {
+            block_takes_one_word(codes, offsets, i, avx2)) {
             if (avx2)
                 engine_fixed_split_float32_avx2((const char *)terms + 4 * i, codes + 2 * i,
                                                 words + offsets[i]);
@@ -335,7 +339,7 @@ FIXED_INLINE void split_body(reprod_type type, int ranks, reprod_rounding dir, c
             continue;
         }
         if (SPLIT_FLOAT64_BLOCKS && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
-            block_takes_two_words(codes, offsets, i)) {
+            block_takes_two_words(codes, offsets, i, avx2)) {
 #if SPLIT_FLOAT64_BLOCKS
             if (avx2)
                 engine_fixed_split_float64_avx2((const char *)terms + 8 * i, codes + 2 * i,
@@ -385,7 +389,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
     for (size_t i = 0; i < count;) {
 #if defined(__x86_64__)
         if (fast && type == REPROD_FLOAT32 && i + FAST_BLOCK <= count &&
-            block_takes_one_word(codes, offsets, i) &&
+            block_takes_one_word(codes, offsets, i, avx2) &&
             ((avx2 && engine_fixed_round_float32_avx2(codes + 2 * i, sums + offsets[i], dir,
                                                       (char *)result + 4 * i)) ||
              round_float32_block(codes + 2 * i, sums + offsets[i], dir, (char *)result + 4 * i))) {
@@ -393,7 +397,7 @@ FIXED_INLINE void round_body(reprod_type type, reprod_op op, int ranks, reprod_r
             continue;
         }
         if (fast && type == REPROD_FLOAT64 && i + FAST_BLOCK <= count &&
-            block_takes_two_words(codes, offsets, i)) {
+            block_takes_two_words(codes, offsets, i, avx2)) {
             if (avx512)
                 round_float64_block_avx512(&f, codes + 2 * i, sums + offsets[i], word_bits, op,
                                            ranks, dir, (char *)result + 8 * i);

@@ -194,6 +194,49 @@ AVX2_FUNCTION int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t 
     return 1;
 }
 
+/* ---- Which blocks take the fast forms ----------------------------------------------------- */
+
+AVX2_FUNCTION int engine_fixed_block_finite_avx2(const uint8_t *codes)
+{
+    /* each hi code (the even bytes) in [2, 254]: the odd bytes set to 2 first */
+    const __m256i even = _mm256_set1_epi16(0x00ff), two_odd = _mm256_set1_epi16(0x0200);
+    const __m256i first = _mm256_set1_epi8(ENGINE_FIXED_FIRST_BUCKET);
+    const __m256i special = _mm256_set1_epi8((char)ENGINE_FIXED_HI_SPECIAL);
+    __m256i bad = _mm256_setzero_si256();
+    for (size_t j = 0; j < 2 * ENGINE_FIXED_BLOCK; j += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + j));
+        __m256i hi = _mm256_or_si256(_mm256_and_si256(v, even), two_odd);
+        __m256i below = _mm256_xor_si256(_mm256_cmpeq_epi8(_mm256_max_epu8(hi, first), hi),
+                                         _mm256_set1_epi8(-1));
+        bad = _mm256_or_si256(bad, _mm256_or_si256(below, _mm256_cmpeq_epi8(hi, special)));
+    }
+    return _mm256_testz_si256(bad, bad);
+}
+
+AVX2_FUNCTION int engine_fixed_block_two_words_avx2(const uint8_t *codes, const size_t *offsets)
+{
+    /* offsets[j] = offsets[0] + 2 j for j <= 64, and no hi code special */
+    __m256i at =
+        _mm256_add_epi64(_mm256_set1_epi64x((long long)offsets[0]), _mm256_set_epi64x(6, 4, 2, 0));
+    __m256i bad = _mm256_setzero_si256();
+    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
+        __m256i o = _mm256_loadu_si256((const __m256i *)(const void *)(offsets + j));
+        bad = _mm256_or_si256(bad, _mm256_xor_si256(o, at));
+        at = _mm256_add_epi64(at, _mm256_set1_epi64x(8));
+    }
+    if (!_mm256_testz_si256(bad, bad) ||
+        offsets[ENGINE_FIXED_BLOCK] != offsets[0] + 2 * ENGINE_FIXED_BLOCK)
+        return 0;
+    /* (implied, as in the scalar form: an infinity or NaN takes one word of counts) */
+    const __m256i even = _mm256_set1_epi16(0x00ff);
+    const __m256i special = _mm256_set1_epi16(ENGINE_FIXED_HI_SPECIAL);
+    for (size_t j = 0; j < 2 * ENGINE_FIXED_BLOCK; j += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + j));
+        bad = _mm256_or_si256(bad, _mm256_cmpeq_epi16(_mm256_and_si256(v, even), special));
+    }
+    return _mm256_testz_si256(bad, bad);
+}
+
 /* ---- Split ------------------------------------------------------------------------------- */
 
 /* 4 int64 words from 4 lanes (int32) of m, shift and the terms' sign masks. */
@@ -322,6 +365,18 @@ size_t engine_fixed_codes_float32_avx2(const void *terms, size_t count, uint8_t 
 size_t engine_fixed_codes_float64_avx2(const void *terms, size_t count, uint8_t *codes)
 {
     (void)terms, (void)count, (void)codes;
+    return 0;
+}
+
+int engine_fixed_block_finite_avx2(const uint8_t *codes)
+{
+    (void)codes;
+    return 0;
+}
+
+int engine_fixed_block_two_words_avx2(const uint8_t *codes, const size_t *offsets)
+{
+    (void)codes, (void)offsets;
     return 0;
 }
 

@@ -129,6 +129,11 @@ int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t *codes, size_t
                                      size_t *offsets);
 int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t *codes, size_t first,
                                      size_t *offsets);
+/* 1 when every element of the block has a finite hi code (a bucket: neither zeros only nor an
+ * infinity or NaN); when every element takes two words (its offsets 2 apart) and none has an
+ * infinity or NaN. */
+int engine_fixed_block_finite_avx2(const uint8_t *codes);
+int engine_fixed_block_two_words_avx2(const uint8_t *codes, const size_t *offsets);
 /* The words of a block whose elements all take one word (binary32), two (binary64). */
 void engine_fixed_split_float32_avx2(const char *terms, const uint8_t *codes, int64_t *words);
 void engine_fixed_split_float64_avx2(const char *terms, const uint8_t *codes, int word_bits,
