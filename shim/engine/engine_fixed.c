@@ -120,19 +120,16 @@ FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir
     int avx2 = ENGINE_FIXED_VECTORS && engine_kernels_in_use() >= ENGINE_KERNELS_AVX2;
     size_t total = 0;
     for (size_t i = 0; i < count; i++) {
-        if (avx2 && offsets && i % FAST_BLOCK == 0 && i + FAST_BLOCK <= count) {
-            if (type == REPROD_FLOAT32 &&
-                engine_fixed_layout_float32_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
-                total += FAST_BLOCK;
-                i += FAST_BLOCK - 1;
-                continue;
-            }
-            if (type == REPROD_FLOAT64 &&
-                engine_fixed_layout_float64_avx2(word_bits, codes + 2 * i, total, offsets + i)) {
-                total += 2 * FAST_BLOCK;
-                i += FAST_BLOCK - 1;
-                continue;
-            }
+        /* a block of binary32 elements of one word each, of binary64 elements of two */
+        if (avx2 && offsets && i % FAST_BLOCK == 0 && i + FAST_BLOCK <= count &&
+            (type == REPROD_FLOAT32
+                 ? engine_fixed_layout_float32_avx2(word_bits, codes + 2 * i, total, offsets + i)
+             : type == REPROD_FLOAT64
+                 ? engine_fixed_layout_float64_avx2(word_bits, codes + 2 * i, total, offsets + i)
+                 : 0)) {
+            total += (type == REPROD_FLOAT32 ? 1 : 2) * FAST_BLOCK;
+            i += FAST_BLOCK - 1;
+            continue;
         }
         if (offsets) offsets[i] = total;
         total += (size_t)engine_fixed_element(&f, word_bits, codes[2 * i], codes[2 * i + 1], dir)

@@ -34,13 +34,21 @@ AVX2_FUNCTION static inline void codes_of_8(const uint8_t *codes, __m256i *lo, _
     *hi = _mm256_cvtepu8_epi32(_mm_srli_si128(both, 8));
 }
 
-/* The lowest effective field of the bucket a binary32 lo code names (engine_fixed.c's
- * low_field): bucket 254 - lo, the first bucket's lowest field 1. */
-AVX2_FUNCTION static inline __m256i float32_low_field(__m256i lo)
+/* The lowest effective field of the bucket a lo code names (engine_fixed.c's low_field):
+ * bucket 254 - lo, << 3 for binary64 (shift 3), the first bucket's lowest field 1; int32
+ * lanes, and int64 lanes (of 4 elements' codes) below. */
+AVX2_FUNCTION static inline __m256i low_field_8(__m256i lo, int shift)
 {
     __m256i bucket = _mm256_sub_epi32(_mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET), lo);
     __m256i first = _mm256_cmpeq_epi32(bucket, _mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET));
-    return _mm256_blendv_epi8(bucket, _mm256_set1_epi32(1), first);
+    return _mm256_blendv_epi8(_mm256_slli_epi32(bucket, shift), _mm256_set1_epi32(1), first);
+}
+
+/* All ones in the lanes whose hi code is not a bucket (zeros only, an infinity or NaN). */
+AVX2_FUNCTION static inline __m256i not_finite_8(__m256i hi)
+{
+    return _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET), hi),
+                           _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_HI_SPECIAL)));
 }
 
 /* ---- Codes ------------------------------------------------------------------------------- */
@@ -124,6 +132,22 @@ AVX2_FUNCTION size_t engine_fixed_codes_float64_avx2(const void *terms, size_t c
 
 /* ---- Layout ------------------------------------------------------------------------------ */
 
+/* Unless a lane of `refused` is set: offsets[j] = first + words j for the block's elements,
+ * and 1; else 0, nothing written. */
+AVX2_FUNCTION static inline int store_offsets(__m256i refused, size_t first, int words,
+                                              size_t *offsets)
+{
+    if (!_mm256_testz_si256(refused, refused)) return 0;
+    __m256i at = _mm256_add_epi64(_mm256_set1_epi64x((long long)first),
+                                  _mm256_set_epi64x(3 * words, 2 * words, words, 0));
+    __m256i step = _mm256_set1_epi64x(4 * words);
+    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
+        _mm256_storeu_si256((__m256i *)(void *)(offsets + j), at);
+        at = _mm256_add_epi64(at, step);
+    }
+    return 1;
+}
+
 AVX2_FUNCTION int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t *codes,
                                                    size_t first, size_t *offsets)
 {
@@ -133,30 +157,11 @@ AVX2_FUNCTION int engine_fixed_layout_float32_avx2(int word_bits, const uint8_t 
         codes_of_8(codes + 2 * j, &lo, &hi);
         /* finite: hi a bucket; one word: top - B = hi - low + 24 bits <= W */
         __m256i bits =
-            _mm256_add_epi32(_mm256_sub_epi32(hi, float32_low_field(lo)), _mm256_set1_epi32(24));
-        __m256i not_finite =
-            _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET), hi),
-                            _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_HI_SPECIAL)));
+            _mm256_add_epi32(_mm256_sub_epi32(hi, low_field_8(lo, 0)), _mm256_set1_epi32(24));
         __m256i wide = _mm256_cmpgt_epi32(bits, _mm256_set1_epi32(word_bits));
-        refused = _mm256_or_si256(refused, _mm256_or_si256(not_finite, wide));
+        refused = _mm256_or_si256(refused, _mm256_or_si256(not_finite_8(hi), wide));
     }
-    if (!_mm256_testz_si256(refused, refused)) return 0;
-    __m256i at =
-        _mm256_add_epi64(_mm256_set1_epi64x((long long)first), _mm256_set_epi64x(3, 2, 1, 0));
-    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
-        _mm256_storeu_si256((__m256i *)(void *)(offsets + j), at);
-        at = _mm256_add_epi64(at, _mm256_set1_epi64x(4));
-    }
-    return 1;
-}
-
-/* The lowest effective field of the bucket a binary64 lo code names: bucket << 3, the first
- * bucket's 1. */
-AVX2_FUNCTION static inline __m256i float64_low_field(__m256i lo)
-{
-    __m256i bucket = _mm256_sub_epi32(_mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET), lo);
-    __m256i first = _mm256_cmpeq_epi32(bucket, _mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET));
-    return _mm256_blendv_epi8(_mm256_slli_epi32(bucket, 3), _mm256_set1_epi32(1), first);
+    return store_offsets(refused, first, 1, offsets);
 }
 
 AVX2_FUNCTION int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t *codes,
@@ -175,23 +180,13 @@ AVX2_FUNCTION int engine_fixed_layout_float64_avx2(int word_bits, const uint8_t 
                                _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_LAST_BUCKET)));
         /* two words: W < top - B = high - low + 53 bits <= 2 W */
         __m256i bits =
-            _mm256_add_epi32(_mm256_sub_epi32(high, float64_low_field(lo)), _mm256_set1_epi32(53));
-        __m256i not_finite =
-            _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(ENGINE_FIXED_FIRST_BUCKET), hi),
-                            _mm256_cmpeq_epi32(hi, _mm256_set1_epi32(ENGINE_FIXED_HI_SPECIAL)));
+            _mm256_add_epi32(_mm256_sub_epi32(high, low_field_8(lo, 3)), _mm256_set1_epi32(53));
         __m256i not_two =
             _mm256_or_si256(_mm256_cmpgt_epi32(bits, _mm256_set1_epi32(2 * word_bits)),
                             _mm256_cmpgt_epi32(_mm256_set1_epi32(word_bits + 1), bits));
-        refused = _mm256_or_si256(refused, _mm256_or_si256(not_finite, not_two));
+        refused = _mm256_or_si256(refused, _mm256_or_si256(not_finite_8(hi), not_two));
     }
-    if (!_mm256_testz_si256(refused, refused)) return 0;
-    __m256i at =
-        _mm256_add_epi64(_mm256_set1_epi64x((long long)first), _mm256_set_epi64x(6, 4, 2, 0));
-    for (size_t j = 0; j < ENGINE_FIXED_BLOCK; j += 4) {
-        _mm256_storeu_si256((__m256i *)(void *)(offsets + j), at);
-        at = _mm256_add_epi64(at, _mm256_set1_epi64x(8));
-    }
-    return 1;
+    return store_offsets(refused, first, 2, offsets);
 }
 
 /* ---- Which blocks take the fast forms ----------------------------------------------------- */
@@ -260,7 +255,7 @@ AVX2_FUNCTION void engine_fixed_split_float32_avx2(const char *terms, const uint
         __m256i m = _mm256_or_si256(_mm256_and_si256(magnitude, _mm256_set1_epi32(0x7fffff)),
                                     _mm256_and_si256(normal, _mm256_set1_epi32(0x800000)));
         __m256i effective = _mm256_max_epi32(field, _mm256_set1_epi32(1));
-        __m256i shift = _mm256_max_epi32(_mm256_sub_epi32(effective, float32_low_field(lo)),
+        __m256i shift = _mm256_max_epi32(_mm256_sub_epi32(effective, low_field_8(lo, 0)),
                                          _mm256_setzero_si256()); /* a zero term: m = 0 */
         __m256i sign = _mm256_srai_epi32(u, 31);
         store_words_4(_mm256_castsi256_si128(m), _mm256_castsi256_si128(shift),
@@ -270,12 +265,15 @@ AVX2_FUNCTION void engine_fixed_split_float32_avx2(const char *terms, const uint
     }
 }
 
-/* The lo codes of 4 elements as int64 lanes. */
-AVX2_FUNCTION static inline __m256i lo_of_4(const uint8_t *codes)
+/* low_field_8 for the lo codes of 4 elements, in int64 lanes. */
+AVX2_FUNCTION static inline __m256i low_field_4(const uint8_t *codes, int shift)
 {
     __m128i lo = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(const void *)codes),
                                   _mm_loadu_si128((const __m128i *)(const void *)odd_then_even));
-    return _mm256_cvtepu8_epi64(lo);
+    __m256i bucket =
+        _mm256_sub_epi64(_mm256_set1_epi64x(ENGINE_FIXED_LAST_BUCKET), _mm256_cvtepu8_epi64(lo));
+    __m256i first = _mm256_cmpeq_epi64(bucket, _mm256_set1_epi64x(ENGINE_FIXED_FIRST_BUCKET));
+    return _mm256_blendv_epi8(_mm256_slli_epi64(bucket, shift), _mm256_set1_epi64x(1), first);
 }
 
 AVX2_FUNCTION void engine_fixed_split_float64_avx2(const char *terms, const uint8_t *codes,
@@ -292,13 +290,7 @@ AVX2_FUNCTION void engine_fixed_split_float64_avx2(const char *terms, const uint
             _mm256_or_si256(_mm256_and_si256(magnitude, _mm256_set1_epi64x(0xfffffffffffffll)),
                             _mm256_andnot_si256(subnormal, _mm256_set1_epi64x(1ll << 52)));
         __m256i effective = _mm256_blendv_epi8(field, one, subnormal);
-        /* the bucket 254 - lo's lowest field: bucket << 3, the first bucket's 1 */
-        __m256i bucket =
-            _mm256_sub_epi64(_mm256_set1_epi64x(ENGINE_FIXED_LAST_BUCKET), lo_of_4(codes + 2 * j));
-        __m256i low = _mm256_blendv_epi8(
-            _mm256_slli_epi64(bucket, 3), one,
-            _mm256_cmpeq_epi64(bucket, _mm256_set1_epi64x(ENGINE_FIXED_FIRST_BUCKET)));
-        __m256i shift = _mm256_sub_epi64(effective, low);
+        __m256i shift = _mm256_sub_epi64(effective, low_field_4(codes + 2 * j, 3));
         shift = _mm256_and_si256(shift, _mm256_cmpgt_epi64(shift, _mm256_setzero_si256()));
         /* m 2^shift's low W bits and the rest; a count of 64 or more (a negative one too, as
          * unsigned) shifts everything out */
@@ -338,11 +330,7 @@ AVX2_FUNCTION int engine_fixed_round_float32_avx2(const uint8_t *codes, const in
         __m256d exact = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(s, magic)),
                                       _mm256_castsi256_pd(magic));
         /* 2^B, B = low field - 127 - 23 >= -149: the exponent field low field + 873 */
-        __m256i bucket =
-            _mm256_sub_epi64(_mm256_set1_epi64x(ENGINE_FIXED_LAST_BUCKET), lo_of_4(codes + 2 * j));
-        __m256i low = _mm256_blendv_epi8(
-            bucket, _mm256_set1_epi64x(1),
-            _mm256_cmpeq_epi64(bucket, _mm256_set1_epi64x(ENGINE_FIXED_FIRST_BUCKET)));
+        __m256i low = low_field_4(codes + 2 * j, 0);
         __m256d scale = _mm256_castsi256_pd(
             _mm256_slli_epi64(_mm256_add_epi64(low, _mm256_set1_epi64x(1023 - 127 - 23)), 52));
         __m256d scaled = _mm256_mul_pd(exact, scale);
