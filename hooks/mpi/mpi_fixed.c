@@ -14,6 +14,7 @@
 #include "common.h"
 #include "engine/engine.h"
 #include "runtime/config.h"
+#include "runtime/cost.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ struct fixed_run {
     size_t word_capacity;
     void *words_raw;    /* words allocated beyond the first scratch, or NULL */
     int words_per_word; /* words of room per word of a piece: 2 where the sums go beside */
+    int padded;         /* 1: pass 2 is an MPI_Allreduce, its count padded (handed_count) */
     int root;           /* MPI_Reduce */
     const mpi_count *block_starts; /* reduce-scatter: rank r's block, in engine elements, is
                                       [block_starts[r], block_starts[r + 1]) */
@@ -71,6 +73,16 @@ struct fixed_run {
     int (*pass2)(struct fixed_run *run, size_t first, size_t count, const uint8_t *codes,
                  size_t total);
 };
+
+/* The count handed to the library's MPI_Allreduce for `count` elements of `size` bytes: under
+ * Open MPI more where its tuned decision would take a ring of tiny blocks or Rabenseifner's
+ * linear fallback, whose messages grow with N (cost.h; the caller zeroes the elements added);
+ * under the MPICH family, whose algorithms have no such region, `count`. */
+static size_t handed_count(const struct mpi_reduction *reduction, size_t count, int size)
+{
+    if (reprod_mpi()->abi != &reprod_mpi_openmpi) return count;
+    return (size_t)reprod_cost_openmpi_allreduce_count(reduction->ranks, count, size);
+}
 
 /* The engine's time (the summary's arithmetic) around `work`, when the call is timed. */
 #define ENGINE_TIMED(reduction, work)                                                              \
@@ -106,7 +118,9 @@ static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
                  reprod_engine_fixed_split(run->type, ranks, run->dir,
                                            run->source + first * run->bytes, codes, count,
                                            run->offsets, run->words));
-    int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, total)
+    size_t handed = handed_count(run->reduction, total, (int)sizeof(int64_t));
+    if (total) memset(run->words + total, 0, (handed - total) * sizeof(int64_t));
+    int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, handed)
                    : REPROD_MPI_OK;
     if (rc == REPROD_MPI_OK)
         ENGINE_TIMED(run->reduction,
@@ -198,11 +212,14 @@ static void flip_top_bits(uint8_t *codes, size_t bytes)
         codes[i] ^= 0x80;
 }
 
+/* The codes' room has handed_count(bytes) bytes: the padding takes zeros. */
 static int max_of_codes(struct mpi_reduction *reduction, uint8_t *codes, size_t bytes)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
+    size_t handed = handed_count(reduction, bytes, 1);
     flip_top_bits(codes, bytes);
-    int rc = mpi->real.Allreduce((const void *)mpi->abi->in_place, codes, (int)bytes,
+    memset(codes + bytes, 0, handed - bytes);
+    int rc = mpi->real.Allreduce((const void *)mpi->abi->in_place, codes, (int)handed,
                                  mpi->datatype_int8, mpi->op_max, reduction->comm);
     flip_top_bits(codes, bytes);
     return rc;
@@ -217,7 +234,11 @@ static int run_segments(struct fixed_run *run, size_t elements)
     /* A piece's words at most (half where the sums go beside), and its elements at most. */
     size_t most = PIECE_WORDS / (size_t)run->words_per_word;
     size_t piece = segment < most ? segment : most;
-    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
+    /* The codes' room, padded as the library is handed them (the last segment's too). */
+    size_t codes_room = handed_count(reduction, 2 * segment, 1);
+    if (elements % segment && handed_count(reduction, 2 * (elements % segment), 1) > codes_room)
+        codes_room = handed_count(reduction, 2 * (elements % segment), 1);
+    size_t codes_bytes = ALIGN(codes_room), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
     size_t kept = segment * WORDS_KEPT < most ? segment * WORDS_KEPT : most;
     kept *= (size_t)run->words_per_word;
     void *raw = NULL, *extra = NULL;
@@ -245,7 +266,9 @@ static int run_segments(struct fixed_run *run, size_t elements)
                     take++;
                 total = run->offsets[take];
             }
-            ensure_words(run, total * (size_t)run->words_per_word);
+            size_t room = run->padded ? handed_count(reduction, total, (int)sizeof(int64_t))
+                                      : total * (size_t)run->words_per_word;
+            ensure_words(run, room);
             rc = run->pass2(run, start + done, take, codes, total);
             done += take;
         }
@@ -279,6 +302,7 @@ int mpi_fixed_allreduce(struct mpi_reduction *reduction, const void *source, voi
     struct fixed_run run;
     run_init(&run, reduction, source, result);
     run.pass2 = allreduce_pass2;
+    run.padded = 1;
     reduction->route = "fixed: MAX of codes, int64 SUM of words";
     return run_segments(&run, engine_count(reduction, count));
 }

@@ -198,12 +198,19 @@ static void scale(struct reprod_cost *sum, const struct reprod_cost *part, uint6
 
 /* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
  * of its words (int64, k an element) a piece at a time. */
+/* The count the route hands the library's all-reduce (Open MPI's: padded out of its
+ * degenerate algorithms, hooks/mpi/mpi_fixed.c). */
+static uint64_t handed(int nccl, int n, uint64_t count, int size)
+{
+    return nccl ? count : reprod_cost_openmpi_allreduce_count(n, count, size);
+}
+
 static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
                           int k, struct reprod_cost *cost)
 {
     struct reprod_cost part;
     memset(cost, 0, sizeof *cost);
-    library_allreduce(m, nccl, n, (int64_t)(2 * elements), 1, &part);
+    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, 2 * elements, 1), 1, &part);
     scale(cost, &part, 1);
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
@@ -212,10 +219,10 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
     uint64_t most = nccl ? NCCL_SUB_PIECE_WORDS : FIXED_PIECE_WORDS;
     uint64_t piece = words <= most ? words : most / (uint64_t)k * (uint64_t)k;
     uint64_t pieces = words / piece, rest = words % piece;
-    library_allreduce(m, nccl, n, (int64_t)piece, 8, &part);
+    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, piece, 8), 8, &part);
     scale(cost, &part, pieces);
     if (rest) {
-        library_allreduce(m, nccl, n, (int64_t)rest, 8, &part);
+        library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, rest, 8), 8, &part);
         scale(cost, &part, 1);
     }
     snprintf(cost->algorithm, sizeof cost->algorithm, "codes: %.60s + words: %.60s%s", codes,
@@ -284,11 +291,16 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         uint64_t held = 8 * segment * (uint64_t)full_words;
         cost->memory +=
             2 * segment + (held < 8 * NCCL_SUB_PIECE_WORDS ? held : 8 * NCCL_SUB_PIECE_WORDS);
-    } else { /* a segment's codes; a piece's word offsets and words (two an element at least) */
+    } else { /* a segment's codes; a piece's word offsets and words (two an element at least),
+                each as padded for Open MPI */
         uint64_t piece = segment < FIXED_PIECE_WORDS ? segment : FIXED_PIECE_WORDS;
         uint64_t held = segment * (uint64_t)(k > 2 ? k : 2);
         if (held > FIXED_PIECE_WORDS) held = FIXED_PIECE_WORDS;
-        cost->memory += 2 * segment + 8 * (piece + 1) + 8 * held;
+        uint64_t padded =
+            handed(0, n, segment * (uint64_t)k < held ? segment * (uint64_t)k : held, 8);
+        uint64_t codes = handed(0, n, 2 * segment, 1);
+        cost->memory += (codes > 2 * segment ? codes : 2 * segment) + 8 * (piece + 1) +
+                        8 * (padded > held ? padded : held);
     }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;

@@ -58,6 +58,19 @@ int reprod_cost_route(const struct reprod_cost_machine *machine,
                       const struct reprod_route_call *call, enum reprod_route route,
                       int words_per_element, struct reprod_cost *cost);
 
+/* The count the shim hands Open MPI's MPI_Allreduce for `count` elements of `size` bytes over
+ * `ranks` ranks (zeros after the data): `count`, or more where Open MPI 4.1's tuned decision
+ * (coll_tuned_decision_fixed.c) would take an algorithm whose messages grow with N. It runs a
+ * ring (2 (N - 1) messages of count / N elements) for small totals (below 16 B at 4 - 7 ranks,
+ * 64 or 128 B at 16 - 63, 4 or 16 KiB at 2,048 and more; a ring of fewer elements than ranks
+ * is recursive doubling), and
+ * Rabenseifner's reduce-scatter + all-gather falls back to a linear reduce to rank 0 and a
+ * broadcast (N - 1 messages at rank 0) for fewer elements than 2^floor(log2 N). Such a count
+ * becomes the least larger one whose algorithm is recursive doubling or Rabenseifner proper
+ * (every total where the decision changes is a power of two of bytes): at most
+ * max(16 KiB / size, 2^floor(log2 N)) elements. Below 4 ranks, `count`. */
+uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size);
+
 /* K for contributions within a few binades of each other: 1 for the 16- and 32-bit types
  * while ranks leave a word room for them, 2 for binary64 (its buckets are 8 binades). */
 int reprod_cost_typical_words(reprod_type type, int ranks);

@@ -222,6 +222,31 @@ static int allreduce_decision(int n, uint64_t total)
     return total < 2048 ? 2 : total < 16384 ? 5 : total < 32768 ? 3 : 6;
 }
 
+/* Where the decision degenerates (cost.h): a ring (algorithms 4 and 5) of at least as many
+ * elements as ranks, or Rabenseifner (6) below the ranks' power of two, at 4 ranks or more. */
+static int allreduce_degenerates(int n, int alg, uint64_t count)
+{
+    if (n < 4) return 0;
+    if (alg == 4 || alg == 5) return count >= (uint64_t)n;
+    return alg == 6 && count < ((uint64_t)1 << floor_log2(n));
+}
+
+uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size)
+{
+    if (ranks < 4 || count == 0 || size <= 0) return count;
+    uint64_t pof2 = (uint64_t)1 << floor_log2(ranks), s = (uint64_t)size;
+    for (;;) {
+        int alg = allreduce_decision(ranks, count * s);
+        if (!allreduce_degenerates(ranks, alg, count)) return count;
+        if (alg == 6) return pof2; /* Rabenseifner is every row's last region: it stays */
+        /* Out of the ring: the decision's next region starts at a power of two of bytes. */
+        uint64_t total = 1;
+        while (total <= count * s)
+            total <<= 1;
+        count = (total + s - 1) / s;
+    }
+}
+
 /* Open MPI's allreduce of `count` elements of `size` bytes, as rank t->rank sends it. */
 const char *cost_mpi_allreduce(struct tally *t, int64_t count, int size)
 {

@@ -4,7 +4,8 @@
  * compares them with the cost model's (`reprod cost`). Open MPI 4.1.4 drops the monitoring's
  * MPI_T variables when its pml framework closes the components it did not select, so the
  * count is one per run (written at MPI_Finalize), not one per call: the script sums the
- * model's six calls. With arguments TYPE (float or double) and SIZE (bytes) only those run. */
+ * model's six calls. With an argument TYPE (float or double) only that type's calls run; with
+ * TYPE and SIZE (bytes, any multiple of the type's size) one call of that size. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,11 @@ int main(int argc, char **argv)
     int rank;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    static const int sizes[] = {8, 4096, 1 << 20};
+    int sizes[] = {8, 4096, 1 << 20}, calls = 3;
+    if (argc > 2) sizes[0] = atoi(argv[2]), calls = 1;
     for (int t = 0; t < 2; t++) {
         if (argc > 1 && strcmp(argv[1], t ? "double" : "float") != 0) continue;
-        for (int s = 0; s < 3; s++) {
-            if (argc > 2 && atoi(argv[2]) != sizes[s]) continue;
+        for (int s = 0; s < calls; s++) {
             MPI_Datatype type = t ? MPI_DOUBLE : MPI_FLOAT;
             int element = t ? 8 : 4, count = sizes[s] / element;
             char *in = malloc((size_t)sizes[s]), *out = malloc((size_t)sizes[s]);

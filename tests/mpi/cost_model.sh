@@ -21,13 +21,14 @@ field() {
     sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"
 }
 
-# model NP LABEL ROUTE TYPES: one line a rank, "rank messages bytes peers", the model's figures of
-# that rank for the calls of TYPES (float32 float64) at 8 B, 4 KiB and 1 MiB: messages and bytes
-# summed, the peers those calls send to counted once (`reprod cost --rank all` lists them).
+# model NP LABEL ROUTE TYPES [SIZES]: one line a rank, "rank messages bytes peers", the model's
+# figures of that rank for the calls of TYPES (float32 float64) at SIZES (default 8 B, 4 KiB and
+# 1 MiB): messages and bytes summed, the peers those calls send to counted once (`reprod cost
+# --rank all` lists them).
 model() {
-    local np=$1 label=$2 route=$3 types=$4 type size
+    local np=$1 label=$2 route=$3 types=$4 sizes=${5:-8 4096 1048576} type size
     for type in $types; do
-        for size in 8 4096 1048576; do
+        for size in $sizes; do
             "$reprod" cost --ranks "$np" --bytes "$size" --type "$type" --route "$route" --rank all ||
                 fail "reprod cost --ranks $np --bytes $size --type $type --rank all failed"
         done
@@ -41,13 +42,14 @@ model() {
 }
 
 # measured NP TYPE [MPIRUN OPTIONS...]: one line a rank, "rank messages bytes peers", from the
-# monitoring files of one run of the job (TYPE: float, double or both) at NP ranks.
+# monitoring files of one run of the job (TYPE: float, double or both; SIZE, when set: that one
+# call) at NP ranks.
 measured() {
     local np=$1 type=$2 dir
     shift 2
     dir=$(mktemp -d)
     local args=()
-    [ "$type" = both ] || args=("$type")
+    [ "$type" = both ] || args=("$type" ${SIZE:+"$SIZE"})
     run_mpi "$np" --mca pml_monitoring_enable 1 --mca pml_monitoring_enable_output 3 \
         --mca pml_monitoring_filename "$dir/prof" "$@" "$program" "${args[@]}" >"$dir/out" 2>&1 ||
         { cat "$dir/out" >&2; rm -rf "$dir"; fail "the job at np=$np $*: $(status_text $?)"; }
@@ -184,3 +186,15 @@ if grep -q reprod_route_choose hooks/mpi/*.c 2>/dev/null; then
 else
     skip "the MPI hooks take no route but the exchange yet (issue 19's fixed route not merged)"
 fi
+
+# A size where Open MPI's decision degenerates: at 32 ranks it runs a ring for totals below 128
+# bytes (20 floats' 40 bytes of codes: 62 messages) and Rabenseifner falls back to a linear
+# reduce below 32 elements (their 20 words: 31 messages to rank 0, 31 peers). The route hands it
+# padded counts (cost.h): O(log N) messages and peers, each rank as modelled.
+lines=$(SIZE=80 measured 32 float -x LD_PRELOAD="$PRELOAD")
+compare "np=32 shim, its own route, 80 B of float (padded out of ring and linear)" "$lines" \
+    "$(model 32 shim auto float32 80)"
+most=$(awk '$2 > m { m = $2 } $4 > p { p = $4 } END { print m + 0, p + 0 }' <<<"$lines")
+[ "${most% *}" -le 24 ] && [ "${most#* }" -le 7 ] ||
+    fail "np=32, 80 B of float: $most messages and peers at most, above 2 (2 log2 N + 2) and log2 N + 2"
+ok "np=32, 80 B of float: at most $most messages and peers a rank (O(log N))"

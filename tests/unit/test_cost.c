@@ -98,3 +98,79 @@ Test(cost, the_fixed_routes_memory_does_not_grow_with_the_ranks)
                      (unsigned long long)b.memory);
     }
 }
+
+/* Most messages and peers one Open MPI all-reduce costs a rank on an algorithm whose cost grows
+ * like log N: recursive doubling or Rabenseifner with the fold of a non-power of two's extra
+ * ranks (2 floor(log2 N) + 2 messages, floor(log2 N) + 1 peers), or the binomial reduce and
+ * broadcast. A ring of N - 1 steps each way, or a linear reduce to rank 0, exceeds it from 8
+ * ranks. */
+static uint64_t log_messages(int ranks)
+{
+    int steps = 0;
+    while ((2 << steps) <= ranks)
+        steps++;
+    return 2 * (uint64_t)steps + 2;
+}
+
+Test(cost, the_fixed_route_sends_log_n_messages_at_every_size)
+{
+    /* Issue 19: O(log N) messages and peers. Open MPI's decision runs a ring at small totals
+     * (16 - 63 ranks, 2,048 and more) and falls back to a linear algorithm below a power of
+     * two of elements; the route hands it counts that avoid both. Every size from one element
+     * to 4 MiB, in steps of an eighth of a power of two, at ranks that cross every row of the
+     * decision: two all-reduces (codes, one piece of words), each within the bound, and at
+     * most 4.5x native's time (16-bit types: 8x, their words 4x native's bytes). */
+    static const int ranks[] = {8,    9,    15,   16,   17,   20,   24,   31,    32,    33,
+                                48,   63,   64,   100,  128,  255,  256,  511,   512,   1000,
+                                1024, 2047, 2048, 3000, 4096, 6000, 8192, 12000, 16384, 32768};
+    struct reprod_cost_machine machine;
+    reprod_cost_machine_defaults(&machine);
+    for (size_t r = 0; r < sizeof ranks / sizeof ranks[0]; r++)
+        for (size_t t = 0; t < 4; t++) {
+            uint64_t element = (uint64_t)reprod_cost_type_bytes(types[t]);
+            for (uint64_t base = element; base <= ((uint64_t)4 << 20); base *= 2)
+                for (uint64_t eighth = 0; eighth < 8; eighth++) {
+                    uint64_t bytes = (base + base / 8 * eighth) / element * element;
+                    struct reprod_route_call call = call_of(ranks[r], bytes, types[t]);
+                    struct reprod_cost cost, native;
+                    reprod_cost_route(&machine, &call, REPROD_ROUTE_FIXED, 0, &cost);
+                    reprod_cost_native(&machine, &call, &native);
+                    /* No cliff in time either (they were 400 - 2,100x): two passes of 2.25 -
+                     * 2.5x the bytes, or 4.4x the latency where Open MPI's decision has no
+                     * recursive doubling for them (33 - 63 ranks, below 128 bytes). */
+                    cr_expect_leq(
+                        cost.time_us,
+                        (types[t] == REPROD_FLOAT32 || types[t] == REPROD_FLOAT64 ? 4.5 : 8) *
+                            native.time_us,
+                        "%d ranks, %llu bytes, type %d: %.1f us against %.1f (%s)", ranks[r],
+                        (unsigned long long)bytes, (int)types[t], cost.time_us, native.time_us,
+                        cost.algorithm);
+                    cr_expect_leq(cost.messages, 2 * log_messages(ranks[r]),
+                                  "%d ranks, %llu bytes, type %d: %llu messages (%s)", ranks[r],
+                                  (unsigned long long)bytes, (int)types[t],
+                                  (unsigned long long)cost.messages, cost.algorithm);
+                    cr_expect_leq(cost.peers, log_messages(ranks[r]) / 2,
+                                  "%d ranks, %llu bytes, type %d: %llu peers (%s)", ranks[r],
+                                  (unsigned long long)bytes, (int)types[t],
+                                  (unsigned long long)cost.peers, cost.algorithm);
+                }
+        }
+}
+
+Test(cost, the_padded_count_is_bounded)
+{
+    /* What the route adds to a count for Open MPI: nothing below 4 ranks, never a smaller
+     * count, and at most up to 16 KiB or the ranks' power of two of elements. */
+    for (int ranks = 2; ranks <= 70000; ranks = ranks < 80 ? ranks + 1 : ranks * 5 / 4)
+        for (int size = 1; size <= 8; size *= 8)
+            for (uint64_t count = 1; count < ((uint64_t)1 << 22); count = count * 5 / 4 + 1) {
+                uint64_t handed = reprod_cost_openmpi_allreduce_count(ranks, count, size);
+                uint64_t pof2 = 1;
+                while (pof2 * 2 <= (uint64_t)ranks)
+                    pof2 *= 2;
+                uint64_t most = 16384 / (uint64_t)size > pof2 ? 16384 / (uint64_t)size : pof2;
+                cr_expect(handed == count || (ranks >= 4 && handed > count && handed <= most),
+                          "%d ranks, %llu elements of %d bytes: %llu handed", ranks,
+                          (unsigned long long)count, size, (unsigned long long)handed);
+            }
+}
