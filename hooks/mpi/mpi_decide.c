@@ -287,11 +287,7 @@ static void trace_output(const struct mpi_reduction *reduction, mpi_count elemen
         record.output_hash =
             reprod_trace_hash(output, (size_t)output_elements * (size_t)reduction->type_bytes);
     }
-    /* The route's word: mpi_fixed.c's descriptions start with it; everything else exchanged. */
-    const char *how = reduction->route ? reduction->route : "";
-    reprod_trace_write_route(&record, strncmp(how, "fixed one-pass", 14) == 0 ? "fixed-one-pass"
-                                      : strncmp(how, "fixed", 5) == 0        ? "fixed"
-                                                                             : "exchange");
+    reprod_trace_write_route(&record, reprod_route_name(reduction->taken));
 }
 
 int mpi_reduction_done(struct mpi_reduction *reduction, mpi_count elements, const char *how,

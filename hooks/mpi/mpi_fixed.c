@@ -304,6 +304,7 @@ int mpi_fixed_allreduce(struct mpi_reduction *reduction, const void *source, voi
     run.pass2 = allreduce_pass2;
     run.padded = 1;
     reduction->route = "fixed: MAX of codes, int64 SUM of words";
+    reduction->taken = REPROD_ROUTE_FIXED;
     return run_segments(&run, engine_count(reduction, count));
 }
 
@@ -316,6 +317,7 @@ int mpi_fixed_reduce(struct mpi_reduction *reduction, const void *source, void *
     run.words_per_word = 2;
     run.root = root;
     reduction->route = "fixed: MAX of codes, int64 SUM of words to the root";
+    reduction->taken = REPROD_ROUTE_FIXED;
     return run_segments(&run, engine_count(reduction, count));
 }
 
@@ -338,6 +340,7 @@ int mpi_fixed_reduce_scatter(struct mpi_reduction *reduction, const void *source
     run.block_starts = starts;
     run.word_counts = word_counts;
     reduction->route = "fixed: MAX of codes, int64 reduce-scatter of words";
+    reduction->taken = REPROD_ROUTE_FIXED;
     int rc = run_segments(&run, engine_count(reduction, total));
     free(word_counts);
     free(starts);
@@ -383,6 +386,7 @@ int mpi_fixed_scan(struct mpi_reduction *reduction, const void *source, void *re
     int64_t *words = extra;
     const void *in_place = (const void *)mpi->abi->in_place;
     reduction->route = "fixed one-pass: int64 prefix SUM of whole-range words";
+    reduction->taken = REPROD_ROUTE_FIXED_ONE_PASS;
     int rc = REPROD_MPI_OK;
     for (size_t first = 0; first < elements && rc == REPROD_MPI_OK; first += piece) {
         size_t n = elements - first < piece ? elements - first : piece;

@@ -98,6 +98,7 @@ struct mpi_reduction {
     int keeps_scratch;       /* its scratch outlives the call (nonblocking): never cached */
     const char *own_block;   /* when set, our block is read here, not from the blocks */
     const char *route;       /* how the data moved, for the log: "chunks exchanged", ... */
+    enum reprod_route taken; /* the route that moved it (the trace's word; 0: the exchange) */
     int own_error;           /* the first error the shim itself raised (not the library) */
     uint64_t trace_sequence; /* REPROD_TRACE: the call's number, 0 when not tracing */
     int trace_has_input;

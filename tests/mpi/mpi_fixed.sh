@@ -83,6 +83,10 @@ for expected in "MPI_Allreduce .* route=fixed$" "MPI_Iallreduce .* route=fixed-o
     grep -q "api=$expected" "$out/trace.fixed/rank0.trace" ||
         fail "the fixed run's trace has no line like 'api=$expected': $(head -3 "$out/trace.fixed/rank0.trace")"
 done
+# Under REPROD_ROUTE=fixed every call of the program takes a fixed route, and says so (the
+# nonblocking reduce-scatter's one pass once said "exchange").
+! grep "route=exchange$" "$out/trace.fixed/rank0.trace" | head -1 | grep . ||
+    fail "the fixed run's trace names the exchange (above)"
 grep -q "api=MPI_Allreduce .* route=exchange$" "$out/trace.exchange/rank0.trace" ||
     fail "the exchange run's trace does not name its route: $(head -3 "$out/trace.exchange/rank0.trace")"
 "$BUILD/reprod" diff "$out/trace.fixed" "$out/trace.exchange" >"$out/diff" 2>&1 ||
