@@ -355,13 +355,13 @@ $(STANDINS)/without-%/libnccl.so.2: $(STANDIN_NCCL_SRC) $(STANDINS)/libcuda.so.1
 
 # Test programs are ordinary MPI programs: they do not know about the shim. Each is built
 # against both families: build/tests/mpi/ (Open MPI) and build/tests/mpich/ (MPICH).
-$(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
+$(BUILD)/tests/mpi/%: tests/mpi/%.c $(wildcard tests/mpi/*.h) tests/unit/engine_oracle.h
 	@mkdir -p $(dir $@)
-	$(MPICC) $(BASE) -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
+	$(MPICC) $(BASE) -Iinclude -Itests/mpi -Itests/unit $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
 
-$(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h)
+$(BUILD)/tests/mpich/%: tests/mpi/%.c $(wildcard tests/mpi/*.h) tests/unit/engine_oracle.h
 	@mkdir -p $(dir $@)
-	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Itests/mpi $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
+	$(MPICC_MPICH) $(BASE) -Wno-stringop-overflow -Iinclude -Itests/mpi -Itests/unit $(CFLAGS) $< -o $@ -lmpfr -lgmp -lpthread -lm
 
 # NCCL test programs: ordinary MPI + NCCL programs, run by the scripts with
 # LD_LIBRARY_PATH=build/standins. (-isystem: nccl.h declares ncclGroupStart() unprototyped.)

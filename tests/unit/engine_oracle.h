@@ -178,15 +178,20 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
         mpfr_set_d(x[k], tf_to_double(t, terms[k]), MPFR_RNDN);
         ptr[k] = x[k];
     }
-    mpfr_init2(exact, ORACLE_EXACT_BITS);
     mpfr_init2(y, f->p);
-    if (mpfr_sum(exact, ptr, (unsigned long)n, rnd) != 0)
-        fprintf(stderr, "oracle: mpfr_sum was not exact\n");
-    int inex = op == REPROD_SUM ? mpfr_set(y, exact, rnd) : mpfr_div_ui(y, exact, n, rnd);
+    int inex;
+    if (op == REPROD_SUM) { /* mpfr_sum rounds correctly to y's precision itself */
+        inex = mpfr_sum(y, ptr, (unsigned long)n, rnd);
+    } else {
+        mpfr_init2(exact, ORACLE_EXACT_BITS);
+        if (mpfr_sum(exact, ptr, (unsigned long)n, rnd) != 0)
+            fprintf(stderr, "oracle: mpfr_sum was not exact\n");
+        inex = mpfr_div_ui(y, exact, n, rnd);
+        mpfr_clear(exact);
+    }
     uint64_t bits = oracle_fit(t, y, inex, rnd);
     for (int k = 0; k < n; k++)
         mpfr_clear(x[k]);
-    mpfr_clear(exact);
     mpfr_clear(y);
     return bits;
 }
