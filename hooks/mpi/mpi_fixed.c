@@ -241,6 +241,7 @@ static int run_segments(struct fixed_run *run, size_t elements)
     size_t codes_bytes = ALIGN(codes_room), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
     size_t kept = segment * WORDS_KEPT < most ? segment * WORDS_KEPT : most;
     kept *= (size_t)run->words_per_word;
+    if (run->padded) kept = handed_count(reduction, kept, (int)sizeof(int64_t)); /* as handed */
     void *raw = NULL, *extra = NULL;
     mpi_scratch(reduction, 0, &raw, codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
     run->codes = extra;

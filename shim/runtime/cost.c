@@ -196,14 +196,15 @@ static void scale(struct reprod_cost *sum, const struct reprod_cost *part, uint6
     sum->time_us += part->time_us * (double)times;
 }
 
-/* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
- * of its words (int64, k an element) a piece at a time. */
 /* The count the route hands the library's all-reduce (Open MPI's: padded out of its
  * degenerate algorithms, hooks/mpi/mpi_fixed.c). */
 static uint64_t handed(int nccl, int n, uint64_t count, int size)
 {
     return nccl ? count : reprod_cost_openmpi_allreduce_count(n, count, size);
 }
+
+/* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
+ * of its words (int64, k an element) a piece at a time. */
 
 static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
                           int k, struct reprod_cost *cost)
@@ -296,11 +297,9 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         uint64_t piece = segment < FIXED_PIECE_WORDS ? segment : FIXED_PIECE_WORDS;
         uint64_t held = segment * (uint64_t)(k > 2 ? k : 2);
         if (held > FIXED_PIECE_WORDS) held = FIXED_PIECE_WORDS;
-        uint64_t padded =
-            handed(0, n, segment * (uint64_t)k < held ? segment * (uint64_t)k : held, 8);
         uint64_t codes = handed(0, n, 2 * segment, 1);
         cost->memory += (codes > 2 * segment ? codes : 2 * segment) + 8 * (piece + 1) +
-                        8 * (padded > held ? padded : held);
+                        8 * handed(0, n, held, 8);
     }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;

@@ -62,8 +62,8 @@ int reprod_cost_route(const struct reprod_cost_machine *machine,
  * `ranks` ranks (zeros after the data): `count`, or more where Open MPI 4.1's tuned decision
  * (coll_tuned_decision_fixed.c) would take an algorithm whose messages grow with N. It runs a
  * ring (2 (N - 1) messages of count / N elements) for small totals (below 16 B at 4 - 7 ranks,
- * 64 or 128 B at 16 - 63, 4 or 16 KiB at 2,048 and more; a ring of fewer elements than ranks
- * is recursive doubling), and
+ * below 64 or 128 B at 16 - 63, 2 - 4 KiB at 2,048 - 4,095, 2 - 16 KiB from 4,096; a ring of
+ * fewer elements than ranks is recursive doubling), and
  * Rabenseifner's reduce-scatter + all-gather falls back to a linear reduce to rank 0 and a
  * broadcast (N - 1 messages at rank 0) for fewer elements than 2^floor(log2 N). Such a count
  * becomes the least larger one whose algorithm is recursive doubling or Rabenseifner proper

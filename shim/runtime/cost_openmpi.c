@@ -233,8 +233,9 @@ static int allreduce_degenerates(int n, int alg, uint64_t count)
 
 uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size)
 {
-    if (ranks < 4 || count == 0 || size <= 0) return count;
+    if (ranks < 4 || count == 0 || size <= 0 || ranks > (1 << 29)) return count;
     uint64_t pof2 = (uint64_t)1 << floor_log2(ranks), s = (uint64_t)size;
+    if (count >= pof2 && count > 16384 / s) return count; /* past every ring, not linear */
     for (;;) {
         int alg = allreduce_decision(ranks, count * s);
         if (!allreduce_degenerates(ranks, alg, count)) return count;

@@ -97,6 +97,20 @@ Test(cost, the_fixed_routes_memory_does_not_grow_with_the_ranks)
                      (unsigned long long)sizes[s], (unsigned long long)a.memory,
                      (unsigned long long)b.memory);
     }
+    /* The one exception: a call whose words Open MPI would take through Rabenseifner's linear
+     * fallback is padded to 2^floor(log2 N) words (16 - 64 KiB of binary32 at 16,384 ranks):
+     * the shim's words and the library's buffer of them, at most 16 bytes a power-of-two rank
+     * more. */
+    for (uint64_t bytes = 16384; bytes < 65536; bytes += 4096) {
+        struct reprod_route_call small = call_of(1024, bytes, REPROD_FLOAT32);
+        struct reprod_route_call large = call_of(16384, bytes, REPROD_FLOAT32);
+        struct reprod_cost a, b;
+        reprod_cost_route(&machine, &small, REPROD_ROUTE_FIXED, 0, &a);
+        reprod_cost_route(&machine, &large, REPROD_ROUTE_FIXED, 0, &b);
+        cr_expect(b.memory <= a.memory + 16 * 16384, "%llu B: %llu at 1,024 ranks, %llu at 16,384",
+                  (unsigned long long)bytes, (unsigned long long)a.memory,
+                  (unsigned long long)b.memory);
+    }
 }
 
 /* Most messages and peers one Open MPI all-reduce costs a rank on an algorithm whose cost grows
