@@ -369,6 +369,66 @@ static int kernel_args_of(const struct reprod_device_reduction *r, struct reprod
     return 1;
 }
 
+/* One launch of a kernel (cuda_module.c), or where it does not start, the same arithmetic on the
+ * host in stream order (cuda_host.c); counted either way (reprod_cuda_count_path). */
+struct stage {
+    CUresult (*launch)(const struct reprod_cuda_driver *d, CUcontext context, CUstream stream,
+                       const void *args, int capturing, const char **why); /* NULL: not tried */
+    int (*on_host)(const struct reprod_cuda_driver *d, CUstream stream, const void *args,
+                   int capturing);
+    const void *args;
+    const char *why; /* the host path's word when the kernel is not tried (launch may set it) */
+};
+
+static int run_stage(const struct reprod_cuda_driver *d, reprod_stream stream, int device,
+                     const struct stage *stage)
+{
+    struct reprod_cuda_scope scope;
+    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
+    if (rc != CUDA_SUCCESS) return rc;
+    int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
+    rc = d->stream_is_capturing(stream, &capture_status);
+    if (rc == CUDA_SUCCESS) {
+        int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
+        const char *why = stage->why;
+        rc = stage->launch ? stage->launch(d, scope.context, stream, stage->args, capturing, &why)
+                           : REPROD_CUDA_UNAVAILABLE;
+        if (rc == CUDA_SUCCESS) {
+            reprod_cuda_count_path(NULL);
+        } else {
+            rc = stage->on_host(d, stream, stage->args, capturing);
+            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
+        }
+    }
+    reprod_cuda_leave(d, &scope);
+    return rc;
+}
+
+/* The two kinds of launch, as run_stage takes them. */
+static CUresult launch_reduce(const struct reprod_cuda_driver *d, CUcontext context,
+                              CUstream stream, const void *args, int capturing, const char **why)
+{
+    return reprod_cuda_launch(d, context, stream, args, capturing, why);
+}
+
+static int reduce_on_host(const struct reprod_cuda_driver *d, CUstream stream, const void *args,
+                          int capturing)
+{
+    return reprod_cuda_reduce_on_host(d, stream, args, capturing);
+}
+
+static CUresult launch_fixed(const struct reprod_cuda_driver *d, CUcontext context, CUstream stream,
+                             const void *args, int capturing, const char **why)
+{
+    return reprod_cuda_launch_fixed(d, context, stream, args, capturing, why);
+}
+
+static int fixed_on_host(const struct reprod_cuda_driver *d, CUstream stream, const void *args,
+                         int capturing)
+{
+    return reprod_cuda_fixed_on_host(d, stream, args, capturing);
+}
+
 int reprod_cuda_reduce(reprod_stream stream, int device,
                        const struct reprod_device_reduction *reduction)
 {
@@ -377,26 +437,11 @@ int reprod_cuda_reduce(reprod_stream stream, int device,
     struct reprod_kernel_args args;
     if (reduction == NULL || !kernel_args_of(reduction, &args)) return REPROD_CUDA_INVALID_VALUE;
     if (args.elements == 0) return REPROD_CUDA_OK;
-    struct reprod_cuda_scope scope;
-    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
-    if (rc != CUDA_SUCCESS) return rc;
-    int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
-    rc = d->stream_is_capturing(stream, &capture_status);
-    if (rc == CUDA_SUCCESS) {
-        int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
-        const char *why = "no-pointer-array";
-        int kernel_possible = args.count <= REPROD_KERNEL_LOCAL_POINTERS || args.pointers != NULL;
-        rc = kernel_possible ? reprod_cuda_launch(d, scope.context, stream, &args, capturing, &why)
-                             : REPROD_CUDA_UNAVAILABLE;
-        if (rc == CUDA_SUCCESS) {
-            reprod_cuda_count_path(NULL);
-        } else {
-            rc = reprod_cuda_reduce_on_host(d, stream, &args, capturing);
-            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
-        }
-    }
-    reprod_cuda_leave(d, &scope);
-    return rc;
+    /* Without a pointer array the kernel cannot reach more than its local pointers. */
+    int kernel_possible = args.count <= REPROD_KERNEL_LOCAL_POINTERS || args.pointers != NULL;
+    struct stage stage = {kernel_possible ? launch_reduce : NULL, reduce_on_host, &args,
+                          "no-pointer-array"};
+    return run_stage(d, stream, device, &stage);
 }
 
 int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage)
@@ -425,24 +470,8 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.words = stage->words;
     args.out = stage->out;
     args.max_words = stage->max_words;
-    struct reprod_cuda_scope scope;
-    CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
-    if (rc != CUDA_SUCCESS) return rc;
-    int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
-    rc = d->stream_is_capturing(stream, &capture_status);
-    if (rc == CUDA_SUCCESS) {
-        int capturing = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
-        const char *why = "kernels";
-        rc = reprod_cuda_launch_fixed(d, scope.context, stream, &args, capturing, &why);
-        if (rc == CUDA_SUCCESS) {
-            reprod_cuda_count_path(NULL);
-        } else {
-            rc = reprod_cuda_fixed_on_host(d, stream, &args, capturing);
-            if (rc == CUDA_SUCCESS) reprod_cuda_count_path(why);
-        }
-    }
-    reprod_cuda_leave(d, &scope);
-    return rc;
+    struct stage run = {launch_fixed, fixed_on_host, &args, "kernels"};
+    return run_stage(d, stream, device, &run);
 }
 
 int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_value,
