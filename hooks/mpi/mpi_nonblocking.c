@@ -348,10 +348,9 @@ static struct pending *scattered_words(struct mpi_reduction *reduction, const vo
     entry->out = mine > 0 ? recvbuf : NULL;
     entry->elements = total;
     entry->how = "reduce-scatter (int64 sum)";
-    entry->reduction.route = "fixed one-pass: int64 reduce-scatter of whole-range words";
-    entry->reduction.taken = REPROD_ROUTE_FIXED_ONE_PASS;
     entry->source = mpi_source(sendbuf, recvbuf);
     entry->reduction.route = "fixed one-pass: int64 SUM of whole-range words";
+    entry->reduction.taken = REPROD_ROUTE_FIXED_ONE_PASS;
     mpi_trace_input(&entry->reduction, entry->source, total);
     mpi_fixed_one_pass_split(&entry->reduction, entry->source, total, entry->raw_words);
     return entry;

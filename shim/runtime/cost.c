@@ -205,7 +205,6 @@ static uint64_t handed(int nccl, int n, uint64_t count, int size)
 
 /* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
  * of its words (int64, k an element) a piece at a time. */
-
 static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
                           int k, struct reprod_cost *cost)
 {
