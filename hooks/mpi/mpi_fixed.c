@@ -66,6 +66,7 @@ struct fixed_run {
     void *words_raw;    /* words allocated beyond the first scratch, or NULL */
     int words_per_word; /* words of room per word of a piece: 2 where the sums go beside */
     int padded;         /* 1: pass 2 is an MPI_Allreduce, its count padded (handed_count) */
+    size_t handed;      /* the piece's words as handed to the library (padded or not) */
     int root;           /* MPI_Reduce */
     const mpi_count *block_starts; /* reduce-scatter: rank r's block, in engine elements, is
                                       [block_starts[r], block_starts[r + 1]) */
@@ -118,10 +119,10 @@ static int allreduce_pass2(struct fixed_run *run, size_t first, size_t count,
                  reprod_engine_fixed_split(run->type, ranks, run->dir,
                                            run->source + first * run->bytes, codes, count,
                                            run->offsets, run->words));
-    size_t handed = handed_count(run->reduction, total, (int)sizeof(int64_t));
-    if (total) memset(run->words + total, 0, (handed - total) * sizeof(int64_t));
-    int rc = total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, handed)
-                   : REPROD_MPI_OK;
+    if (total) memset(run->words + total, 0, (run->handed - total) * sizeof(int64_t));
+    int rc =
+        total ? sum_words(run, (const void *)reprod_mpi()->abi->in_place, run->words, run->handed)
+              : REPROD_MPI_OK;
     if (rc == REPROD_MPI_OK)
         ENGINE_TIMED(run->reduction,
                      reprod_engine_fixed_round(run->type, REPROD_SUM, ranks, run->dir, codes,
@@ -234,10 +235,9 @@ static int run_segments(struct fixed_run *run, size_t elements)
     /* A piece's words at most (half where the sums go beside), and its elements at most. */
     size_t most = PIECE_WORDS / (size_t)run->words_per_word;
     size_t piece = segment < most ? segment : most;
-    /* The codes' room, padded as the library is handed them (the last segment's too). */
+    /* The codes' room, padded as the library is handed them (a shorter last segment's padded
+     * count is never larger: it grows with the count). */
     size_t codes_room = handed_count(reduction, 2 * segment, 1);
-    if (elements % segment && handed_count(reduction, 2 * (elements % segment), 1) > codes_room)
-        codes_room = handed_count(reduction, 2 * (elements % segment), 1);
     size_t codes_bytes = ALIGN(codes_room), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
     size_t kept = segment * WORDS_KEPT < most ? segment * WORDS_KEPT : most;
     kept *= (size_t)run->words_per_word;
@@ -267,9 +267,9 @@ static int run_segments(struct fixed_run *run, size_t elements)
                     take++;
                 total = run->offsets[take];
             }
-            size_t room = run->padded ? handed_count(reduction, total, (int)sizeof(int64_t))
-                                      : total * (size_t)run->words_per_word;
-            ensure_words(run, room);
+            run->handed =
+                run->padded ? handed_count(reduction, total, (int)sizeof(int64_t)) : total;
+            ensure_words(run, run->padded ? run->handed : total * (size_t)run->words_per_word);
             rc = run->pass2(run, start + done, take, codes, total);
             done += take;
         }

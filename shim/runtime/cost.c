@@ -296,9 +296,7 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         uint64_t piece = segment < FIXED_PIECE_WORDS ? segment : FIXED_PIECE_WORDS;
         uint64_t held = segment * (uint64_t)(k > 2 ? k : 2);
         if (held > FIXED_PIECE_WORDS) held = FIXED_PIECE_WORDS;
-        uint64_t codes = handed(0, n, 2 * segment, 1);
-        cost->memory += (codes > 2 * segment ? codes : 2 * segment) + 8 * (piece + 1) +
-                        8 * handed(0, n, held, 8);
+        cost->memory += handed(0, n, 2 * segment, 1) + 8 * (piece + 1) + 8 * handed(0, n, held, 8);
     }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;

@@ -181,11 +181,14 @@ ok "multiprocessing fork, spawn, forkserver and a sub-interpreter: derived"
 if "$PYTHON" -c 'import mpi4py' 2>/dev/null && command -v mpirun.openmpi >/dev/null; then
     log=$(REPROD_VERBOSE=2 REPROD_SEED_POLICY=rank run_mpi_shim 2 -x REPROD_VERBOSE -x REPROD_SEED_POLICY \
         "$PYTHON" -c '
+import sys
 from mpi4py import MPI
 import random, numpy
 rank = MPI.COMM_WORLD.Get_rank()
 random.seed(42 + rank); numpy.random.seed(42 + rank)
-print("rank", rank, random.random(), numpy.random.random())' 2>&1 >"$work/mpi_out") ||
+# A file a rank: mpirun forwards both ranks onto one stdout, where their writes may interleave.
+with open("%s.%d" % (sys.argv[1], rank), "w") as out:
+    print("rank", rank, random.random(), numpy.random.random(), file=out)' "$work/mpi_out" 2>&1) ||
         fail "mpirun with mpi4py failed: $log"
     for rank in 0 1; do
         d64=$(derive rank $rank 64 $((42 + rank)))
@@ -193,7 +196,7 @@ print("rank", rank, random.random(), numpy.random.random())' 2>&1 >"$work/mpi_ou
         echo "$log" | grep -qxF "reprod[$rank]: seed: random.Random.seed $((42 + rank)) -> $d64 (policy rank, rank $rank from the library)" ||
             fail "mpirun rank $rank: random.seed not derived with the rank from MPI: $log"
         want=$(native "$PYTHON" -c "import random, numpy; random.seed($d64); numpy.random.seed($d32); print('rank', $rank, random.random(), numpy.random.random())")
-        grep -qxF "$want" "$work/mpi_out" || fail "mpirun rank $rank: expected '$want': $(cat "$work/mpi_out")"
+        grep -qxF "$want" "$work/mpi_out.$rank" || fail "mpirun rank $rank: expected '$want': $(cat "$work/mpi_out.$rank")"
     done
     ok "mpirun -np 2 with mpi4py, policy rank: the rank from MPI, random and NumPy as the reference derives"
 else
