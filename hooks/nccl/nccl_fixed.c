@@ -9,10 +9,12 @@
  *            stream order without waiting (the rounds go on with other communicators meanwhile);
  *   round 2: each rank's words (K an element, element-major), the call's own collective on them
  *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
- *            rounding kernel writes the results. AllReduce and Reduce take round 2 in sub-pieces
- *            of as many elements as half the scratch holds at K words each: the piece (its
- *            codes) can then be as large as the other half holds at 2 bytes an element, not at
- *            the most words K can be, so a large message takes a few NCCL calls, not hundreds.
+ *            rounding kernel writes the results. For the 16-bit types round 1 also says whether
+ *            every element of the piece fits one or two int32 words (W = 31 - ceil(log2 N)): then
+ *            they are int32 words, summed with ncclInt32 (4 or 8 bytes an element, not 8 or 16).
+ * AllReduce and Reduce take round 2 in sub-pieces of as many elements as half the scratch holds at
+ * K words each: the piece (its codes) can then be as large as the other half holds at 2 bytes an
+ * element, not at the most words K can be, so a large message takes a few NCCL calls, not hundreds.
  * K is the same on every rank (the reduced codes are), so every rank issues the same calls.
  * One pass (REPROD_ROUTE_FIXED_ONE_PASS), where the host cannot read K back (graph capture,
  * nonblocking communicators): the whole range of the type in every element, one int64 sum.
@@ -86,11 +88,16 @@ static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
 }
 
 /* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces). */
+static size_t word_bytes(const struct nccl_work *w)
+{
+    return w->narrow ? sizeof(int32_t) : sizeof(int64_t);
+}
+
 static size_t sub_now(const struct nccl_work *w, size_t piece)
 {
     if (!w->words_bytes) return piece;
     size_t stride = w->stride > 0 ? (size_t)w->stride : 1; /* the kernel reads back at least 1 */
-    size_t fit = w->words_bytes / (stride * sizeof(int64_t));
+    size_t fit = w->words_bytes / (stride * word_bytes(w));
     if (fit == 0) fit = 1; /* never (the words hold one element at the most K), but never 0 */
     size_t left = piece - w->sub_offset;
     return left < fit ? left : fit;
@@ -119,6 +126,8 @@ int nccl_fixed_prepare(struct nccl_work *w)
     };
     w->route = reprod_route_choose(&call);
     if (w->route == REPROD_ROUTE_EXCHANGE) return 0;
+    w->narrow_probe = w->route == REPROD_ROUTE_FIXED && reprod_type_size(w->arithmetic.type) == 2;
+    w->narrow = 0;
     w->full_words = reprod_engine_fixed_full_words(w->arithmetic.type, w->info.ranks);
     size_t bound = (size_t)reprod_config()->scratch_mb << 20;
     size_t premul = w->arithmetic.premul != REPROD_PREMUL_NONE ? w->element_bytes : 0;
@@ -181,6 +190,7 @@ static struct reprod_device_fixed stage_of(const struct nccl_work *w,
         .rounding = w->arithmetic.rounding,
         .ranks = w->info.ranks,
         .stride = w->route == REPROD_ROUTE_FIXED ? w->stride : w->full_words,
+        .narrow = stage == REPROD_DEVICE_FIXED_MAX_WORDS ? w->narrow_probe : w->narrow,
         .elements = elements,
         .codes = (uint8_t *)scratch_at(w, l.codes),
         .words = (int64_t *)(void *)scratch_at(w, l.words),
@@ -242,29 +252,37 @@ static void scale_own_input(struct nccl_work *w, size_t piece)
     }
 }
 
-/* The call's own collective on the piece's int64 words, summed in place. */
+/* The call's own collective on the piece's words (int64, or int32 narrow ones), summed in
+ * place. */
 static ncclResult_t sum_words(const struct nccl_work *w, size_t piece, int stride)
 {
     const struct nccl_real *real = nccl_real();
-    int64_t *words = stage_of(w, REPROD_DEVICE_FIXED_SPLIT, 0).words;
+    char *words = (char *)stage_of(w, REPROD_DEVICE_FIXED_SPLIT, 0).words;
     size_t per_rank = piece * (size_t)stride;
+    ncclDataType_t type = w->narrow ? ncclInt32 : ncclInt64;
     switch (w->collective) {
     case NCCL_REDUCE_SCATTER:
-        return real->ReduceScatter(words, words + (size_t)w->info.rank * per_rank, per_rank,
-                                   ncclInt64, ncclSum, w->comm, w->stream);
+        return real->ReduceScatter(words, words + (size_t)w->info.rank * per_rank * word_bytes(w),
+                                   per_rank, type, ncclSum, w->comm, w->stream);
     case NCCL_REDUCE:
-        return real->Reduce(words, words, per_rank, ncclInt64, ncclSum, w->root, w->comm,
-                            w->stream);
+        return real->Reduce(words, words, per_rank, type, ncclSum, w->root, w->comm, w->stream);
     default:
-        return real->AllReduce(words, words, per_rank, ncclInt64, ncclSum, w->comm, w->stream);
+        return real->AllReduce(words, words, per_rank, type, ncclSum, w->comm, w->stream);
     }
+}
+
+/* The piece's layout from round 1's number (REPROD_DEVICE_FIXED_WIDE_MARK: int64 words). */
+static void take_stride(struct nccl_work *w, int32_t value)
+{
+    w->narrow = w->narrow_probe && value < REPROD_DEVICE_FIXED_WIDE_MARK;
+    w->stride = w->narrow_probe && !w->narrow ? value - REPROD_DEVICE_FIXED_WIDE_MARK : value;
 }
 
 int nccl_fixed_waiting(struct nccl_work *w)
 {
     if (!w->readback) return 0;
     if (!atomic_load_explicit(&w->readback->arrived, memory_order_acquire)) return 1;
-    w->stride = w->readback->value;
+    take_stride(w, w->readback->value);
     readback_unref(w->readback);
     w->readback = NULL;
     return 0;
@@ -308,7 +326,7 @@ static void read_back_stride(struct nccl_work *w)
     if (reprod_cuda_copy_async(&value, max_words, sizeof value, w->stream, w->info.device) ==
             REPROD_CUDA_OK &&
         reprod_cuda_stream_sync(w->stream, w->info.device) == REPROD_CUDA_OK && value > 0) {
-        w->stride = value;
+        take_stride(w, value);
         return;
     }
     reprod_log(REPROD_LOG_ERROR,
@@ -341,7 +359,8 @@ void nccl_fixed_advance(struct nccl_work *w)
         s.codes += 2 * first;
         if (w->collective == NCCL_REDUCE_SCATTER) {
             s.codes += 2 * (size_t)me * piece;
-            s.words += (size_t)me * piece * (size_t)s.stride;
+            s.words = (int64_t *)(void *)((char *)s.words +
+                                          (size_t)me * piece * (size_t)s.stride * word_bytes(w));
         }
         s.out = (char *)w->recv + (w->offset + first) * w->element_bytes;
         run_stage(w, &s, "the fixed route's rounding");

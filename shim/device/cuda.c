@@ -29,6 +29,10 @@ _Static_assert(REPROD_PREMUL_NONE == REPROD_KERNEL_PREMUL_NONE &&
                "cuda.h and cuda_kernel.h name the same PreMulSum kinds");
 _Static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
                "the kernel's parameter layout");
+_Static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
+               "the fixed-point kernel's parameter layout");
+_Static_assert(REPROD_DEVICE_FIXED_WIDE_MARK == REPROD_FIXED_WIDE_MARK,
+               "cuda.h and cuda_kernel_fixed.h mark int64 words alike");
 
 #define DRIVER_READY   1
 #define DRIVER_LACKING 2
@@ -462,6 +466,7 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.rounding = stage->rounding;
     args.ranks = stage->ranks;
     args.stride = stage->stride;
+    args.narrow = stage->narrow != 0;
     args.elements = stage->elements;
     args.terms = stage->terms;
     args.terms_block = stage->terms_block;

@@ -147,7 +147,8 @@ struct reprod_device_fixed {
     reprod_op op; /* REPROD_SUM or REPROD_AVG */
     reprod_rounding rounding;
     int ranks;  /* contributions summed by the library */
-    int stride; /* int64 words an element in `words` */
+    int stride; /* words an element in `words` */
+    int narrow; /* MAX_WORDS, SPLIT, ROUND: int32 words (cuda_kernel_fixed.h) */
     size_t elements;
     const void *terms;
     size_t terms_block;  /* 0: contiguous terms; else blocks of this many elements, */
@@ -157,6 +158,10 @@ struct reprod_device_fixed {
     void *out;
     int32_t *max_words; /* one int32 of device memory */
 };
+
+/* MAX_WORDS with `narrow` set reads back the most int32 words, or this plus the most int64
+ * words where some element does not fit two int32 ones (cuda_kernel_fixed.h). */
+#define REPROD_DEVICE_FIXED_WIDE_MARK 64
 
 int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage);
 

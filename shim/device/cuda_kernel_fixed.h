@@ -1,15 +1,20 @@
 /* cuda_kernel_fixed.h: the body of the fixed-point route's kernel (engine_fixed.h's arithmetic
  * over arrays), as plain C that gcc and nvcc both compile: shim/device/cuda_kernels.cu runs it
- * on the GPU, cuda_host.c and the stand-in libcuda on the CPU, the unit test against the host
- * engine's arrays (reprod_engine_fixed_*). One launch runs one stage over `elements` elements:
+ * on the GPU, cuda_host.c and the stand-in libcuda on the CPU; tests/gpu/check_kernels.c checks
+ * it against the host engine's arrays (reprod_engine_fixed_*), tests/unit/test_cuda_kernel.c
+ * the narrow words against MPFR. One launch runs one stage over `elements` elements:
  *
  *   CODES      terms -> codes (2 bytes an element, reduced by the library's MAX); thread 0
  *              also clears *max_words for the MAX_WORDS stage that follows the reduction
  *   MAX_WORDS  reduced codes -> *max_words = the most words any element takes (at least 1):
- *              the stride of the words, read back by the host to size the int64 sum
+ *              the stride of the words, read back by the host to size the int64 sum; with
+ *              `narrow` set, 1 where every element fits one narrow word (below), else
+ *              REPROD_FIXED_WIDE_MARK + the most int64 words
  *   SPLIT      terms, reduced codes -> words, `stride` a element (element-major: element i's
- *              words at words + i * stride, unused ones zero), reduced by the library's SUM
- *   ROUND      reduced codes, summed words -> out (the exact sum, rounded once)
+ *              words at words + i * stride, unused ones zero), reduced by the library's SUM;
+ *              with `narrow` set, one int32 word an element
+ *   ROUND      reduced codes, summed words (int32 ones with `narrow`) -> out (the exact sum,
+ *              rounded once)
  *   FULL_SPLIT terms -> words, the whole range of the type, `stride` (= full words) an element
  *   FULL_ROUND summed words -> out
  *
@@ -53,9 +58,37 @@ struct reprod_fixed_args {
     uint64_t terms_block;  /* 0: the terms are contiguous; else they come in blocks of this */
     uint64_t terms_stride; /* many elements, block b at terms + b * terms_stride elements (a
                               ReduceScatter's piece: a block of each rank's part) */
+    int32_t narrow;        /* MAX_WORDS, SPLIT, ROUND: int32 words (the 16-bit types) */
+    int32_t unused;
 };
 
-#define REPROD_FIXED_ARGS_BYTES 88
+#define REPROD_FIXED_ARGS_BYTES 96
+
+/* Narrow words: where every element of a piece fits one int32 word of W = 31 - ceil(log2 N)
+ * bits, the piece takes it (4 bytes an element, half an int64 word; two narrow words would be
+ * an int64 word's 8 bytes, so the piece takes that instead), summed by the library as int32:
+ * each word is below 2^W in magnitude, so no sum of N of them, nor any partial sum, leaves
+ * int32. An infinity or NaN needs the int64 layout's counting word: a piece with one takes
+ * int64 words. MAX_WORDS's result where some element does not fit: this plus the most int64
+ * words. */
+#define REPROD_FIXED_WIDE_MARK 64
+
+/* W of the narrow words: 31 - ceil(log2 N) (the int64 words' W less 32). */
+ENGINE_FUNCTION int reprod_fixed_narrow_bits(int ranks)
+{
+    return engine_fixed_word_bits(ranks) - 32;
+}
+
+/* The narrow words element (hi, lo) takes (0 or 1), or REPROD_FIXED_WIDE_MARK + its int64
+ * words where one does not hold it. */
+ENGINE_FUNCTION int reprod_fixed_narrow_words(const struct engine_format *f, int ranks, unsigned hi,
+                                              unsigned lo, reprod_rounding dir)
+{
+    int wide = engine_fixed_element(f, engine_fixed_word_bits(ranks), hi, lo, dir).words;
+    if (hi == ENGINE_FIXED_HI_SPECIAL) return REPROD_FIXED_WIDE_MARK + wide;
+    int narrow = engine_fixed_element(f, reprod_fixed_narrow_bits(ranks), hi, lo, dir).words;
+    return narrow <= 1 ? narrow : REPROD_FIXED_WIDE_MARK + wide;
+}
 
 /* Where element i's term is in a->terms, in elements. */
 ENGINE_FUNCTION size_t reprod_fixed_term_at(const struct reprod_fixed_args *a, uint64_t i)
@@ -81,8 +114,14 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
     const reprod_type type = (reprod_type)a->type;
     const struct engine_format f = engine_format_of(type);
     const reprod_rounding dir = (reprod_rounding)a->rounding;
-    const int word_bits = engine_fixed_word_bits(a->ranks);
+    const int narrow =
+        a->narrow && a->stage != REPROD_FIXED_FULL_SPLIT && a->stage != REPROD_FIXED_FULL_ROUND;
+    const int word_bits =
+        narrow ? reprod_fixed_narrow_bits(a->ranks) : engine_fixed_word_bits(a->ranks);
     const uint64_t stride = (uint64_t)(a->stride > 0 ? a->stride : 1);
+    int32_t *const narrow_words = (int32_t *)(void *)a->words;
+    if (narrow && (a->stage == REPROD_FIXED_SPLIT || a->stage == REPROD_FIXED_ROUND) && stride != 1)
+        return; /* never: the host takes narrow words only where one holds every element */
     if (a->stage == REPROD_FIXED_CODES && thread == 0) *a->max_words = 1;
     for (uint64_t i = thread; i < a->elements; i += threads) {
         switch (a->stage) {
@@ -92,28 +131,33 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
             break;
         case REPROD_FIXED_MAX_WORDS:
             reprod_fixed_note_words(
-                a->max_words,
-                engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir)
-                    .words);
+                a->max_words, narrow ? reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
+                                                                 a->codes[2 * i + 1], dir)
+                                     : engine_fixed_element(&f, word_bits, a->codes[2 * i],
+                                                            a->codes[2 * i + 1], dir)
+                                           .words);
             break;
         case REPROD_FIXED_SPLIT: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
-            int64_t *w = a->words + i * stride;
+            int64_t own = 0;
+            int64_t *w = narrow ? &own : a->words + i * stride;
             for (uint64_t k = 0; k < stride; k++)
                 w[k] = 0;
             if ((uint64_t)e.words <= stride) /* always, with the stride read back */
                 engine_fixed_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
                                    a->codes[2 * i], e, w);
+            if (narrow) narrow_words[i] = (int32_t)own; /* below 2^W: exact */
             break;
         }
         case REPROD_FIXED_ROUND: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
+            int64_t own = narrow ? narrow_words[i] : 0;
             engine_store_bits(type, a->out, (size_t)i,
-                              engine_fixed_round(&f, a->words + i * stride, word_bits,
-                                                 a->codes[2 * i], e, (reprod_op)a->op, a->ranks,
-                                                 dir));
+                              engine_fixed_round(&f, narrow ? &own : a->words + i * stride,
+                                                 word_bits, a->codes[2 * i], e, (reprod_op)a->op,
+                                                 a->ranks, dir));
             break;
         }
         case REPROD_FIXED_FULL_SPLIT:

@@ -57,6 +57,16 @@ int reprod_cost_typical_words(reprod_type type, int ranks)
     return (bits + word_bits - 1) / word_bits;
 }
 
+int reprod_cost_typical_narrow_words(int ranks)
+{
+    /* As above, in words of W = 31 - ceil(log2 N) bits: the 16-bit types' 11 + 8 bits. */
+    int word_bits = 31, c = 0;
+    while ((1 << c) < ranks)
+        c++;
+    word_bits -= c;
+    return (11 + 8 + word_bits - 1) / word_bits;
+}
+
 /* ---- NCCL ------------------------------------------------------------------------------- */
 
 /* NCCL's ring or tree all-reduce, the faster in the model (NCCL's own tuner chooses from a
@@ -204,9 +214,10 @@ static uint64_t handed(int nccl, int n, uint64_t count, int size)
 }
 
 /* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
- * of its words (int64, k an element) a piece at a time. */
+ * of its words (k an element, of word_size bytes: int64, or NCCL's int32 narrow words) a piece
+ * at a time. */
 static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
-                          int k, struct reprod_cost *cost)
+                          int k, int word_size, struct reprod_cost *cost)
 {
     struct reprod_cost part;
     memset(cost, 0, sizeof *cost);
@@ -215,14 +226,15 @@ static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, 
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
     uint64_t words = elements * (uint64_t)k;
-    /* MPI: pieces of 2^22 - 2^16 words; NCCL: sub-pieces of half REPROD_SCRATCH_MB's 64 MiB. */
-    uint64_t most = nccl ? NCCL_SUB_PIECE_WORDS : FIXED_PIECE_WORDS;
+    /* MPI: pieces of 2^22 - 2^16 words; NCCL: sub-pieces of half REPROD_SCRATCH_MB's 64 MiB
+     * (4 Mi int64 words, 8 Mi narrow ones). */
+    uint64_t most = nccl ? NCCL_SUB_PIECE_WORDS * 8 / (uint64_t)word_size : FIXED_PIECE_WORDS;
     uint64_t piece = words <= most ? words : most / (uint64_t)k * (uint64_t)k;
     uint64_t pieces = words / piece, rest = words % piece;
-    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, piece, 8), 8, &part);
+    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, piece, word_size), word_size, &part);
     scale(cost, &part, pieces);
     if (rest) {
-        library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, rest, 8), 8, &part);
+        library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, rest, word_size), word_size, &part);
         scale(cost, &part, 1);
     }
     snprintf(cost->algorithm, sizeof cost->algorithm, "codes: %.60s + words: %.60s%s", codes,
@@ -266,17 +278,19 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         cost->time_us += (double)count * full_words * m->fixed_ns * 1e-3;
         return 0;
     }
-    int k = words > 0 ? words : reprod_cost_typical_words(call->type, n);
+    int k = words > 0 ? words : reprod_cost_typical_words(call->type, n), word_size = 8;
+    if (words <= 0 && call->nccl && size == 2 && reprod_cost_typical_narrow_words(n) == 1)
+        k = 1, word_size = 4; /* one int32 word an element (hooks/nccl/nccl_fixed.c) */
     uint64_t cut = call->nccl            ? NCCL_PIECE_ELEMENTS
                    : m->segment_elements ? m->segment_elements
                                          : count;
     uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;
     struct reprod_cost one;
-    fixed_segment(m, call->nccl, n, segment, k, &one);
+    fixed_segment(m, call->nccl, n, segment, k, word_size, &one);
     scale(cost, &one, full);
     if (rest) {
-        fixed_segment(m, call->nccl, n, rest, k, &one);
+        fixed_segment(m, call->nccl, n, rest, k, word_size, &one);
         scale(cost, &one, 1);
     }
     if (full + (rest != 0) > 1) {

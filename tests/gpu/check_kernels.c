@@ -10,7 +10,7 @@
  * fixed-point route's stages (shim/device/cuda_kernel_fixed.h) against the host engine's arrays
  * (reprod_engine_fixed_*) and its exact sum, N ranks simulated on the one device (the MAX of
  * the codes and the int64 SUM of the words done on the host, as NCCL would), both layouts, and
- * the readback of the words an element.
+ * the readback of the words an element; the 16-bit types' narrow int32 words up to 1,024 ranks.
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
@@ -210,6 +210,52 @@ static void fixed_mismatch(const char *what, reprod_type type, reprod_op op, int
             ranks);
 }
 
+/* The device areas of a fixed-route check (N ranks' terms, copied from `host`; the codes;
+ * `word_bytes` of words; the results; K's cell) and the stage over them, CODES first. */
+static struct reprod_device_fixed fixed_areas(handle stream, reprod_type type, reprod_op op,
+                                              reprod_rounding dir, int ranks, size_t elements,
+                                              size_t word_bytes, const void *host)
+{
+    size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
+    void *terms = NULL, *codes = NULL, *words = NULL, *out = NULL, *max_words = NULL;
+    CHECK(reprod_cuda_scratch_alloc(&terms, bytes, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&codes, 2 * elements, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&words, word_bytes, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&out, size * elements, stream, DEVICE));
+    CHECK(reprod_cuda_scratch_alloc(&max_words, 256, stream, DEVICE));
+    CHECK(reprod_cuda_copy_async(terms, host, bytes, stream, DEVICE));
+    struct reprod_device_fixed stage = {.stage = REPROD_DEVICE_FIXED_CODES,
+                                        .type = type,
+                                        .op = op,
+                                        .rounding = dir,
+                                        .ranks = ranks,
+                                        .stride = 1,
+                                        .elements = elements,
+                                        .terms = terms,
+                                        .codes = codes,
+                                        .words = words,
+                                        .out = out,
+                                        .max_words = max_words};
+    return stage;
+}
+
+/* Rank k's terms of the areas whose first rank's are at `terms`. */
+static const void *rank_terms(const struct reprod_device_fixed *stage, const void *terms, int k)
+{
+    return (const char *)terms + (size_t)k * reprod_type_size(stage->type) * stage->elements;
+}
+
+static void fixed_areas_free(handle stream, const struct reprod_device_fixed *stage,
+                             const void *terms)
+{
+    reprod_cuda_scratch_free((void *)(uintptr_t)terms, stream, DEVICE);
+    reprod_cuda_scratch_free(stage->codes, stream, DEVICE);
+    reprod_cuda_scratch_free(stage->words, stream, DEVICE);
+    reprod_cuda_scratch_free(stage->out, stream, DEVICE);
+    reprod_cuda_scratch_free(stage->max_words, stream, DEVICE);
+    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+}
+
 /* The fixed route's stages for N simulated ranks: codes, their MAX, the most words (read back),
  * the words, their SUM, the rounding; then the one-pass layout. Bitwise against the host arrays
  * and the exact sum. */
@@ -227,40 +273,39 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     for (int k = 0; k < ranks; k++)
         pointers[k] = host + (size_t)k * size * elements;
     CHECK(reprod_reduce_exact(type, op, dir, pointers, ranks, elements, want));
-    void *terms = NULL, *device_codes = NULL, *device_words = NULL, *out = NULL, *max_words = NULL;
-    CHECK(reprod_cuda_scratch_alloc(&terms, bytes, stream, DEVICE));
-    CHECK(reprod_cuda_scratch_alloc(&device_codes, 2 * elements, stream, DEVICE));
-    CHECK(reprod_cuda_scratch_alloc(&device_words, 8 * elements * (size_t)full, stream, DEVICE));
-    CHECK(reprod_cuda_scratch_alloc(&out, size * elements, stream, DEVICE));
-    CHECK(reprod_cuda_scratch_alloc(&max_words, 256, stream, DEVICE));
-    CHECK(reprod_cuda_copy_async(terms, host, bytes, stream, DEVICE));
-    struct reprod_device_fixed stage = {.stage = REPROD_DEVICE_FIXED_CODES, .type = type,
-                                        .op = op, .rounding = dir, .ranks = ranks, .stride = 1,
-                                        .elements = elements, .codes = device_codes,
-                                        .words = device_words, .out = out,
-                                        .max_words = max_words};
+    struct reprod_device_fixed stage =
+        fixed_areas(stream, type, op, dir, ranks, elements, 8 * elements * (size_t)full, host);
+    const void *terms = stage.terms;
     /* pass 1: each rank's codes, against the host's, reduced with MAX */
     for (int k = 0; k < ranks; k++) {
-        stage.terms = (unsigned char *)terms + (size_t)k * size * elements;
+        stage.terms = rank_terms(&stage, terms, k);
         CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(codes, device_codes, 2 * elements, stream);
+        fetch(codes, stage.codes, 2 * elements, stream);
         reprod_engine_fixed_codes(type, pointers[k], elements, want_codes);
         if (memcmp(codes, want_codes, 2 * elements) != 0) fixed_mismatch("codes", type, op, dir, ranks);
         for (size_t i = 0; i < 2 * elements; i++)
             if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
     }
-    CHECK(reprod_cuda_copy_async(device_codes, max_codes, 2 * elements, stream, DEVICE));
+    CHECK(reprod_cuda_copy_async(stage.codes, max_codes, 2 * elements, stream, DEVICE));
     /* the most words an element, read back in stream order */
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
     int32_t cell[2] = {0, 0};
-    CHECK(reprod_cuda_readback(stream, DEVICE, max_words, readback_arrived, cell));
+    CHECK(reprod_cuda_readback(stream, DEVICE, stage.max_words, readback_arrived, cell));
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
     reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
     int most = 1;
     for (size_t i = 0; i < elements; i++)
         if ((int)(offsets[i + 1] - offsets[i]) > most) most = (int)(offsets[i + 1] - offsets[i]);
     if (!cell[1] || cell[0] != most) fixed_mismatch("the words an element read back", type, op, dir, ranks);
+    if (size == 2) { /* the narrow probe: random bits hold infinities and NaNs, so int64 words */
+        stage.narrow = 1;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        fetch(cell, stage.max_words, sizeof cell[0], stream);
+        if (cell[0] != REPROD_DEVICE_FIXED_WIDE_MARK + most)
+            fixed_mismatch("the narrow probe of wide data", type, op, dir, ranks);
+        stage.narrow = 0;
+    }
     /* pass 2: each rank's words, summed as NCCL's int64 sum would, then rounded */
     for (int layout = 0; layout < 2; layout++) {
         int stride = layout == 0 ? most : full;
@@ -268,27 +313,88 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
         stage.stride = stride;
         for (int k = 0; k < ranks; k++) {
             stage.stage = layout == 0 ? REPROD_DEVICE_FIXED_SPLIT : REPROD_DEVICE_FIXED_FULL_SPLIT;
-            stage.terms = (unsigned char *)terms + (size_t)k * size * elements;
+            stage.terms = rank_terms(&stage, terms, k);
             CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-            fetch(words, device_words, 8 * elements * (size_t)stride, stream);
+            fetch(words, stage.words, 8 * elements * (size_t)stride, stream);
             for (size_t i = 0; i < elements * (size_t)stride; i++)
                 sums[i] += words[i];
         }
-        CHECK(reprod_cuda_copy_async(device_words, sums, 8 * elements * (size_t)stride, stream, DEVICE));
+        CHECK(reprod_cuda_copy_async(stage.words, sums, 8 * elements * (size_t)stride, stream,
+                                     DEVICE));
         stage.stage = layout == 0 ? REPROD_DEVICE_FIXED_ROUND : REPROD_DEVICE_FIXED_FULL_ROUND;
         CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(got, out, size * elements, stream);
+        fetch(got, stage.out, size * elements, stream);
         if (memcmp(want, got, size * elements) != 0)
             fixed_mismatch(layout == 0 ? "two passes" : "one pass", type, op, dir, ranks);
     }
-    reprod_cuda_scratch_free(terms, stream, DEVICE);
-    reprod_cuda_scratch_free(device_codes, stream, DEVICE);
-    reprod_cuda_scratch_free(device_words, stream, DEVICE);
-    reprod_cuda_scratch_free(out, stream, DEVICE);
-    reprod_cuda_scratch_free(max_words, stream, DEVICE);
-    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+    fixed_areas_free(stream, &stage, terms);
     free(host), free(want), free(got), free(codes), free(max_codes), free(want_codes);
     free(words), free(sums), free(offsets), free(pointers);
+}
+
+/* The 16-bit types' narrow words: N simulated ranks of similar magnitudes (4 binades), which
+ * one int32 word of W = 31 - ceil(log2 N) bits holds: the probe reads back 1, each rank's int32
+ * words, their sum in int32 as NCCL's ncclInt32 would (each word below 2^W), the rounding,
+ * bitwise against the engine's exact sum. */
+static void check_narrow_case(handle stream, reprod_type type, reprod_op op, reprod_rounding dir,
+                              int ranks, size_t elements)
+{
+    size_t bytes = 2 * elements * (size_t)ranks;
+    int exponent_bits = type == REPROD_BFLOAT16 ? 8 : 5, fraction_bits = 15 - exponent_bits;
+    int middle = 1 << (exponent_bits - 1);
+    uint16_t *host = malloc(bytes), *want = malloc(2 * elements), *got = malloc(2 * elements);
+    uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1);
+    int32_t *words = malloc(4 * elements);
+    int64_t *sums = calloc(elements, sizeof *sums);
+    for (size_t i = 0; i < elements * (size_t)ranks; i++) {
+        uint64_t r = next_random();
+        uint64_t field = (uint64_t)(middle + (int)((r >> 1) % 4));
+        host[i] = (uint16_t)((r & 1) << 15 | field << fraction_bits |
+                             ((r >> 8) & ((1u << fraction_bits) - 1)));
+    }
+    const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
+    for (int k = 0; k < ranks; k++)
+        pointers[k] = host + (size_t)k * elements;
+    CHECK(reprod_reduce_exact(type, op, dir, pointers, ranks, elements, want));
+    struct reprod_device_fixed stage =
+        fixed_areas(stream, type, op, dir, ranks, elements, 4 * elements, host);
+    const void *terms = stage.terms;
+    for (int k = 0; k < ranks; k++) {
+        stage.terms = rank_terms(&stage, terms, k);
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        fetch(codes, stage.codes, 2 * elements, stream);
+        for (size_t i = 0; i < 2 * elements; i++)
+            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
+    }
+    CHECK(reprod_cuda_copy_async(stage.codes, max_codes, 2 * elements, stream, DEVICE));
+    stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS, stage.narrow = 1;
+    CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+    int32_t value = 0;
+    fetch(&value, stage.max_words, sizeof value, stream);
+    if (value != 1) fixed_mismatch("the narrow probe of similar magnitudes", type, op, dir, ranks);
+    int64_t bound =
+        (int64_t)1 << (31 - (ranks > 1 ? 64 - __builtin_clzll((uint64_t)ranks - 1) : 0));
+    for (int k = 0; k < ranks && value == 1; k++) {
+        stage.stage = REPROD_DEVICE_FIXED_SPLIT;
+        stage.terms = rank_terms(&stage, terms, k);
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        fetch(words, stage.words, 4 * elements, stream);
+        for (size_t i = 0; i < elements; i++) {
+            if (words[i] <= -bound || words[i] >= bound)
+                fixed_mismatch("a narrow word past 2^W", type, op, dir, ranks);
+            sums[i] += words[i];
+        }
+    }
+    for (size_t i = 0; i < elements; i++)
+        words[i] = (int32_t)sums[i]; /* below N 2^W <= 2^31 */
+    CHECK(reprod_cuda_copy_async(stage.words, words, 4 * elements, stream, DEVICE));
+    stage.stage = REPROD_DEVICE_FIXED_ROUND;
+    CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+    fetch(got, stage.out, 2 * elements, stream);
+    if (memcmp(want, got, 2 * elements) != 0) fixed_mismatch("narrow words", type, op, dir, ranks);
+    fixed_areas_free(stream, &stage, terms);
+    free(host), free(want), free(got), free(codes), free(max_codes), free(words), free(sums);
+    free(pointers);
 }
 
 /* A captured reduction replayed twice on different data. */
@@ -488,13 +594,17 @@ int main(int argc, char **argv)
                                        ordered, counts[c], 100003, with_work || counts[c] <= 32);
                             cases++;
                         }
-    static const int fixed_ranks[] = {2, 5, 40};
+    static const int fixed_ranks[] = {2, 5, 40}, narrow_ranks[] = {3, 40, 1024};
     for (int t = 0; t < 4; t++)
         for (int op = 0; op < 2; op++)
             for (int dir = 0; dir < 4; dir++)
                 for (size_t c = 0; c < sizeof fixed_ranks / sizeof fixed_ranks[0]; c++) {
                     check_fixed_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
                                      fixed_ranks[c], 10007);
+                    cases++;
+                    if (reprod_type_size((reprod_type)t) != 2) continue;
+                    check_narrow_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
+                                      narrow_ranks[c], 4099);
                     cases++;
                 }
     check_graph(stream, 8, 1);

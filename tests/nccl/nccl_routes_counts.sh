@@ -53,3 +53,20 @@ for run in "Ring 2 fixed" "Ring 262144 fixed exchange" "Tree 2 fixed"; do
     fi
     ok "np=$BIG $algo $((elements * 4)) B, messages/peers/bytes of rank 1: $summary"
 done
+
+# bfloat16 of similar magnitudes, 1 MiB on the ring: the fixed route's words are int32 (the
+# narrow words, W = 31 - ceil(log2 N)), so a rank moves 2 bytes of codes and 4 of words an
+# element where native moves 2: at most 3x native's bytes (int64 words would be 5x).
+args=(-x NCCL_ALGO=Ring "$program" count16 524288)
+counts native.bf16 $BIG "${args[@]}"
+counts fixed.bf16 $BIG -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed "${args[@]}"
+paste -d' ' "$out/native.bf16" "$out/fixed.bf16" |
+    awk '$7 > 3 * $3 || $7 < 2.9 * $3 || $6 > 2 * $2 + 4 || $8 > 2 * $4 + 2 { print; exit 1 }' >"$out/bad" ||
+    fail "np=$BIG 1 MiB of bfloat16, fixed route: rank, native messages bytes peers, shim's: $(cat "$out/bad")"
+# The cost model prices the same words: its shim/native bytes (NCCL's tree there) as measured.
+model=$("$BUILD/reprod" cost --ranks $BIG --bytes 1M --type bfloat16 --library nccl --route fixed |
+    awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^bytes=/) b[$1] = substr($i, 7) }
+         END { printf "%.3f", b["shim"] / b["native"] }')
+measured=$(paste -d' ' "$out/native.bf16" "$out/fixed.bf16" | awk '$1 == 1 { printf "%.3f", $7 / $3 }')
+[ "$model" = "$measured" ] || fail "1 MiB of bfloat16 at np=$BIG: the model's shim/native bytes $model, measured $measured"
+ok "np=$BIG Ring 1 MiB of bfloat16, messages/peers/bytes of rank 1: native $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/native.bf16"), fixed $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/fixed.bf16") (int32 words; shim/native bytes $measured, the model's $model)"

@@ -14,6 +14,7 @@
  *   routes graph                   two calls captured into a graph, replayed twice
  *   routes count N                 one float32 ncclAllReduce of N elements, nothing else (what
  *                                  the stand-in counts, NCCL_STANDIN_COUNTS, is that call's)
+ *   routes count16 N               the same in bfloat16, of similar magnitudes
  * Exit status 1 when an element is wrong (rank 0).
  */
 #include "nccl_test.h"
@@ -209,11 +210,31 @@ static void count_call(ncclComm_t comm, cudaStream_t stream, size_t count)
     free(host);
 }
 
+/* One bfloat16 ncclAllReduce of N elements of similar magnitudes (within 4 binades of each
+ * other, as a gradient's often are), nothing else: the fixed route's narrow words. */
+static void count16_call(ncclComm_t comm, cudaStream_t stream, size_t count)
+{
+    uint16_t *data, *host = malloc(count * sizeof *host);
+    CHECK_CUDA(cudaMalloc((void **)&data, count * sizeof *data));
+    for (size_t i = 0; i < count; i++) {
+        float v = test_contribution(1, rank, i);
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits = (bits & 0x807fffffu) | (uint32_t)(127 + ((bits >> 23) & 3)) << 23;
+        host[i] = (uint16_t)(bits >> 16);
+    }
+    CHECK_CUDA(cudaMemcpy(data, host, count * sizeof *host, cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllReduce(data, data, count, ncclBfloat16, ncclSum, comm, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaFree(data));
+    free(host);
+}
+
 int main(int argc, char **argv)
 {
     ncclUniqueId id = join_world(&argc, &argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: routes spread|group|graph|count N [--rounding R]\n");
+        fprintf(stderr, "usage: routes spread|group|graph|count N|count16 N [--rounding R]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++)
@@ -239,11 +260,13 @@ int main(int argc, char **argv)
         else if (strcmp(scenario, "graph") == 0) graph(comm, stream, &digest);
         else if (strcmp(scenario, "count") == 0 && i + 1 < argc)
             count_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10));
+        else if (strcmp(scenario, "count16") == 0 && i + 1 < argc)
+            count16_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10));
         else continue; /* --rounding R */
         long totals[2] = {cases, wrong}, sums[2];
         MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         failed |= rank == 0 && sums[1] != 0;
-        if (rank == 0 && strcmp(scenario, "count") != 0)
+        if (rank == 0 && strncmp(scenario, "count", 5) != 0)
             printf("%s cases %ld wrong %ld digest %016llx\n", scenario, sums[0], sums[1],
                    (unsigned long long)digest);
     }

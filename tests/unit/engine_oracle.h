@@ -10,10 +10,11 @@
 #include <mpfr.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define ORACLE_MAX_TERMS  80   /* the most contributions a test case or the fuzzer uses */
-#define ORACLE_EXACT_BITS 2400 /* > 1074 + 1024 + log2(80): any sum of doubles is exact */
+#define ORACLE_MAX_TERMS  80   /* contributions an element of a test case or the fuzzer */
+#define ORACLE_EXACT_BITS 2400 /* > 1074 + 1024 + 21: any sum of 2^21 doubles is exact */
 
 /* A format as the tests see it. */
 struct tfmt {
@@ -162,8 +163,15 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
 {
     const struct tfmt *f = &test_formats[t];
     int nan = 0, pos_inf = 0, neg_inf = 0;
-    mpfr_t x[ORACLE_MAX_TERMS], exact, y;
-    mpfr_ptr ptr[ORACLE_MAX_TERMS];
+    mpfr_t exact, y;
+    /* n terms: ORACLE_MAX_TERMS on the stack, more (the route tests' thousands of ranks) not */
+    __mpfr_struct local[ORACLE_MAX_TERMS], *x = local;
+    mpfr_ptr local_ptr[ORACLE_MAX_TERMS], *ptr = local_ptr;
+    if (n > ORACLE_MAX_TERMS) {
+        x = malloc((size_t)n * sizeof *x);
+        ptr = malloc((size_t)n * sizeof *ptr);
+        if (x == NULL || ptr == NULL) abort();
+    }
     for (int k = 0; k < n; k++) {
         double d = tf_to_double(t, terms[k]);
         nan |= isnan(d);
@@ -174,9 +182,9 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
     if (pos_inf || neg_inf) return tf_inf(f) | (neg_inf ? tf_sign(f) : 0);
     mpfr_rnd_t rnd = tf_mpfr_rnd(dir);
     for (int k = 0; k < n; k++) {
-        mpfr_init2(x[k], 53);
-        mpfr_set_d(x[k], tf_to_double(t, terms[k]), MPFR_RNDN);
-        ptr[k] = x[k];
+        mpfr_init2(&x[k], 53);
+        mpfr_set_d(&x[k], tf_to_double(t, terms[k]), MPFR_RNDN);
+        ptr[k] = &x[k];
     }
     mpfr_init2(y, f->p);
     int inex;
@@ -191,8 +199,9 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
     }
     uint64_t bits = oracle_fit(t, y, inex, rnd);
     for (int k = 0; k < n; k++)
-        mpfr_clear(x[k]);
+        mpfr_clear(&x[k]);
     mpfr_clear(y);
+    if (x != local) free(x), free(ptr);
     return bits;
 }
 

@@ -10,6 +10,7 @@
 #include "engine_cases.h"
 
 #include "device/cuda_kernel.h"
+#include "device/cuda_kernel_fixed.h"
 #include "../standins_nccl/kernels.h"
 
 #include <stdlib.h>
@@ -282,5 +283,152 @@ Test(cuda_kernel, standin_host_build_runs_the_same_kernel)
             free(array);
             layout_free(&l);
             free(c.terms);
+        }
+}
+
+/* ---- The fixed-point route's kernel (cuda_kernel_fixed.h) ---------------------------------- */
+
+/* Run one stage over `a->elements` elements with `threads` threads, one after the other. */
+static void fixed_stage(struct reprod_fixed_args *a, int stage, uint64_t threads)
+{
+    a->stage = stage;
+    for (uint64_t t = 0; t < threads; t++)
+        reprod_kernel_fixed(a, t, threads);
+}
+
+struct fixed_outcome {
+    int narrow; /* the words were int32 */
+    int stride; /* words an element */
+};
+
+/* The two-pass route as hooks/nccl/nccl_fixed.c drives it, the library's part done here: each
+ * rank's codes and their MAX, the layout read back (with the narrow probe for 16-bit types),
+ * each rank's words and their sum, the rounding into `out`. Narrow words are summed in int64
+ * and must each be below 2^W, W = 31 - ceil(log2 N), and their sum must fit int32 (what
+ * ncclInt32 carries). */
+static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, uint64_t threads,
+                                        void *out)
+{
+    size_t size = tf_size(c->type), count = c->count;
+    int n = c->n, probe = size == 2;
+    uint8_t *codes = calloc(2 * count, 1), *own = calloc(2 * count, 1);
+    unsigned char *terms = calloc(count, size);
+    int32_t max_words = 0;
+    struct reprod_fixed_args a;
+    memset(&a, 0, sizeof a);
+    a.type = c->type, a.op = op, a.rounding = dir, a.ranks = n, a.elements = count;
+    a.terms = terms, a.max_words = &max_words;
+    for (int k = 0; k < n; k++) { /* round 1: codes, MAX */
+        for (size_t i = 0; i < count; i++)
+            memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
+        a.codes = own;
+        fixed_stage(&a, REPROD_FIXED_CODES, threads);
+        for (size_t j = 0; j < 2 * count; j++)
+            if (own[j] > codes[j]) codes[j] = own[j];
+    }
+    a.codes = codes, a.narrow = probe;
+    fixed_stage(&a, REPROD_FIXED_MAX_WORDS, threads);
+    struct fixed_outcome o = {probe && max_words < REPROD_FIXED_WIDE_MARK, max_words};
+    if (probe && !o.narrow) o.stride = max_words - REPROD_FIXED_WIDE_MARK;
+    cr_assert(o.stride >= 1 && o.stride <= ENGINE_FIXED_MAX_WORDS, "stride %d", o.stride);
+    if (o.narrow) /* one int32 word: two would be an int64 word's bytes */
+        cr_assert_eq(o.stride, 1, "narrow stride %d", o.stride);
+    a.narrow = o.narrow, a.stride = o.stride;
+    size_t words = count * (size_t)o.stride;
+    int64_t *own_words = calloc(words, sizeof(int64_t)), *sums = calloc(words, sizeof(int64_t));
+    int32_t *sums32 = calloc(words, sizeof(int32_t));
+    int64_t bound = 1ll << (engine_fixed_word_bits(n) - 32); /* 2^W of the narrow words */
+    for (int k = 0; k < n; k++) { /* round 2: each rank's words, their sum */
+        for (size_t i = 0; i < count; i++)
+            memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
+        a.words = own_words;
+        fixed_stage(&a, REPROD_FIXED_SPLIT, threads);
+        for (size_t j = 0; j < words; j++) {
+            int64_t v = o.narrow ? ((int32_t *)own_words)[j] : own_words[j];
+            if (o.narrow)
+                cr_assert(v > -bound && v < bound, "word %lld, W %d", (long long)v,
+                          engine_fixed_word_bits(n) - 32);
+            sums[j] += v;
+        }
+    }
+    for (size_t j = 0; o.narrow && j < words; j++) {
+        cr_assert(sums[j] >= INT32_MIN && sums[j] <= INT32_MAX, "sum %lld", (long long)sums[j]);
+        sums32[j] = (int32_t)sums[j];
+    }
+    a.words = o.narrow ? (int64_t *)(void *)sums32 : sums, a.out = out;
+    fixed_stage(&a, REPROD_FIXED_ROUND, threads);
+    free(codes), free(own), free(terms), free(own_words), free(sums), free(sums32);
+    return o;
+}
+
+/* Words at the narrow width's edge: n - 1 terms of one sign with every significand bit set in
+ * a binade, one term whose last bit lies W bits below their top (now and then W + 1 or 2W + 1,
+ * where the type's range allows: int64 words), so the word sums reach (n - 1)(2^W - 2^(W - p)). */
+static void gen_narrow_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int c = 0;
+    while ((1 << c) < n)
+        c++;
+    int w = 31 - c, choice = rng_range(r, 0, 5), negative = (int)(rng_next(r) & 1);
+    int width = choice == 0 ? w + 1 : choice == 1 ? 2 * w + 1 : w;
+    if (width - f->p + 2 > tf_max_field(f) - 1) width = w;
+    int top = rng_range(r, width - f->p + 2, tf_max_field(f) - 1);
+    for (int k = 0; k < n; k++)
+        terms[k] = tf_make(f, negative, top, tf_frac_mask(f));
+    terms[rng_range(r, 0, n - 1)] = tf_make(f, negative, top - (width - f->p), 1);
+}
+
+/* Narrow words (the 16-bit types' int32 words, hooks/nccl/nccl_fixed.c) against MPFR at rank
+ * counts from 1 to 16,384, SUM and AVG in every direction: each element correctly rounded, no
+ * word sum past int32; pieces of similar magnitudes take them up to 1,024 ranks, an infinity
+ * or a span wider than one takes int64 words. */
+Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 300)
+{
+    static const int ranks[] = {1, 2, 3, 31, 32, 33, 1000, 1024, 16384};
+    static generator *const mixed[] = {gen_similar, gen_wide,      gen_cancel,   gen_zeros,
+                                       gen_ties,    gen_subnormal, gen_overflow, gen_narrow_edge};
+    static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials, gen_wide};
+    const size_t count = 24;
+    for (int t = REPROD_FLOAT16; t <= REPROD_BFLOAT16; t++)
+        for (size_t s = 0; s < sizeof ranks / sizeof ranks[0]; s++) {
+            int n = ranks[s];
+            for (size_t g = 0; g <= sizeof one_kind / sizeof one_kind[0]; g++) {
+                struct rng r = {9000 + 131 * (uint64_t)t + 17 * (uint64_t)n + g};
+                struct tcase c = case_new("narrow", (reprod_type)t, n, count);
+                uint64_t *element = calloc((size_t)n, sizeof *element);
+                for (size_t i = 0; i < count; i++) { /* the last round mixes every kind */
+                    generator *gen = g < sizeof one_kind / sizeof one_kind[0]
+                                         ? one_kind[g]
+                                         : mixed[rng_range(&r, 0, 7)];
+                    gen(&test_formats[t], &r, n, element);
+                    for (int k = 0; k < n; k++)
+                        c.terms[(size_t)k * count + i] = element[k];
+                }
+                for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
+                    for (int dir = 0; dir < 4; dir++) {
+                        unsigned char got[24 * 2];
+                        struct fixed_outcome o = fixed_route(&c, op, dir, g % 2 ? 7 : 1, got);
+                        if (g == 0 && n <= 1024) /* similar magnitudes: one int32 word */
+                            cr_expect(o.narrow && o.stride == 1, "%s N=%d: narrow %d stride %d",
+                                      test_formats[t].name, n, o.narrow, o.stride);
+                        if (g == 2) /* an infinity or NaN: int64 words */
+                            cr_expect(!o.narrow, "%s N=%d with specials: narrow",
+                                      test_formats[t].name, n);
+                        size_t wrong = 0;
+                        for (size_t i = 0; i < count; i++) {
+                            for (int k = 0; k < n; k++)
+                                element[k] = c.terms[(size_t)k * count + i];
+                            uint64_t want = oracle_exact((reprod_type)t, op, dir, element, n);
+                            uint64_t bits = load_result((reprod_type)t, got, i);
+                            if (bits != want && wrong++ < MAX_REPORTS)
+                                report(&c, o.narrow ? "narrow" : "wide", op, dir, i, want, bits);
+                        }
+                        cr_expect_eq(wrong, 0, "%s N=%d kind %zu %s %s: %zu wrong (narrow %d)",
+                                     test_formats[t].name, n, g, test_op_names[op],
+                                     test_rounding_names[dir], wrong, o.narrow);
+                    }
+                free(element);
+                free(c.terms);
+            }
         }
 }
