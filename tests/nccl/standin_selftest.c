@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 static int rank, nranks, failures;
@@ -556,8 +557,14 @@ static void check_issue_order(ncclComm_t comm) {
     cudaStreamDestroy(idle);
 }
 
-static void CUDART_CB slow_host_function(void *flag) {
-    usleep(50000);
+static atomic_int released;
+
+/* Holds the stream until the caller has looked at it (10 s at most): a fixed sleep would let
+ * the stream run on whenever the caller's thread waits longer for a core (8 ranks, 2 cores). */
+static void CUDART_CB held_host_function(void *flag)
+{
+    for (int i = 0; i < 10000 && !atomic_load(&released); i++)
+        usleep(1000);
     *(volatile int *)flag = 1;
 }
 
@@ -566,9 +573,12 @@ static void check_asynchrony(cudaStream_t stream) {
     static int flag;
     int32_t *data = device_alloc(4);
     *data = 0;
-    CUDA(cudaLaunchHostFunc(stream, slow_host_function, &flag));
+    atomic_store(&released, 0);
+    CUDA(cudaLaunchHostFunc(stream, held_host_function, &flag));
     CUDA(cudaMemsetAsync(data, 1, 4, stream));
-    CHECK(cudaStreamQuery(stream) == cudaErrorNotReady && !flag && *data == 0, "stream work ran at once");
+    int ran = cudaStreamQuery(stream) != cudaErrorNotReady || flag || *data != 0;
+    atomic_store(&released, 1);
+    CHECK(!ran, "stream work ran at once");
     CUDA(cudaStreamSynchronize(stream));
     CHECK(flag && *data == 0x01010101, "stream work after synchronize: %d %x", flag, *data);
     cudaFree(data);
