@@ -14,7 +14,8 @@
  *   routes graph                   two calls captured into a graph, replayed twice
  *   routes count N                 one float32 ncclAllReduce of N elements, nothing else (what
  *                                  the stand-in counts, NCCL_STANDIN_COUNTS, is that call's)
- *   routes count16 N               the same in bfloat16, of similar magnitudes
+ *   routes count16 N [--exact]     the same in bfloat16, of similar magnitudes (--exact: every
+ *                                  997th element of the result checked against MPFR)
  * Exit status 1 when an element is wrong (rank 0).
  */
 #include "nccl_test.h"
@@ -210,22 +211,39 @@ static void count_call(ncclComm_t comm, cudaStream_t stream, size_t count)
     free(host);
 }
 
-/* One bfloat16 ncclAllReduce of N elements of similar magnitudes (within 4 binades of each
- * other, as a gradient's often are), nothing else: the fixed route's narrow words. */
-static void count16_call(ncclComm_t comm, cudaStream_t stream, size_t count)
+/* Element i of rank r's bfloat16 contribution of similar magnitudes (within 4 binades of each
+ * other, as a gradient's often are). */
+static uint16_t similar_bf16(int r, size_t i)
+{
+    float v = test_contribution(1, r, i);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bits = (bits & 0x807fffffu) | (uint32_t)(127 + ((bits >> 23) & 3)) << 23;
+    return (uint16_t)(bits >> 16);
+}
+
+/* One bfloat16 ncclAllReduce of N of them, nothing else (the fixed route's narrow words); with
+ * `exact`, every 997th element of the result checked against MPFR. */
+static void count16_call(ncclComm_t comm, cudaStream_t stream, size_t count, int exact)
 {
     uint16_t *data, *host = malloc(count * sizeof *host);
     CHECK_CUDA(cudaMalloc((void **)&data, count * sizeof *data));
-    for (size_t i = 0; i < count; i++) {
-        float v = test_contribution(1, rank, i);
-        uint32_t bits;
-        memcpy(&bits, &v, sizeof bits);
-        bits = (bits & 0x807fffffu) | (uint32_t)(127 + ((bits >> 23) & 3)) << 23;
-        host[i] = (uint16_t)(bits >> 16);
-    }
+    for (size_t i = 0; i < count; i++)
+        host[i] = similar_bf16(rank, i);
     CHECK_CUDA(cudaMemcpy(data, host, count * sizeof *host, cudaMemcpyHostToDevice));
     CHECK_NCCL(ncclAllReduce(data, data, count, ncclBfloat16, ncclSum, comm, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaMemcpy(host, data, count * sizeof *host, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; exact && i < count; i += 997) {
+        uint64_t terms[ORACLE_MAX_TERMS];
+        for (int r = 0; r < ranks; r++)
+            terms[r] = similar_bf16(r, i);
+        uint64_t expected = oracle_exact(REPROD_BFLOAT16, REPROD_SUM, rounding, terms, ranks);
+        if (host[i] != expected && wrong++ < 5)
+            fprintf(stderr, "rank %d of %d: count16: element %zu is 0x%x, expected 0x%llx\n", rank,
+                    ranks, i, host[i], (unsigned long long)expected);
+    }
+    cases++;
     CHECK_CUDA(cudaFree(data));
     free(host);
 }
@@ -234,11 +252,15 @@ int main(int argc, char **argv)
 {
     ncclUniqueId id = join_world(&argc, &argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: routes spread|group|graph|count N|count16 N [--rounding R]\n");
+        fprintf(stderr,
+                "usage: routes spread|group|graph|count N|count16 N [--exact] [--rounding R]\n");
         return 2;
     }
+    int exact = 0; /* count16: the results must be the exact sums */
     for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--rounding") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--exact") == 0)
+            exact = 1;
+        else if (strcmp(argv[i], "--rounding") == 0 && i + 1 < argc) {
             const char *const words[] = {"nearest", "zero", "up", "down"};
             for (int k = 0; k < 4; k++)
                 if (strcmp(argv[i + 1], words[k]) == 0) rounding = (reprod_rounding)k;
@@ -261,8 +283,9 @@ int main(int argc, char **argv)
         else if (strcmp(scenario, "count") == 0 && i + 1 < argc)
             count_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10));
         else if (strcmp(scenario, "count16") == 0 && i + 1 < argc)
-            count16_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10));
-        else continue; /* --rounding R */
+            count16_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10), exact);
+        else
+            continue; /* --rounding R, --exact */
         long totals[2] = {cases, wrong}, sums[2];
         MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         failed |= rank == 0 && sums[1] != 0;

@@ -164,14 +164,6 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
     const struct tfmt *f = &test_formats[t];
     int nan = 0, pos_inf = 0, neg_inf = 0;
     mpfr_t exact, y;
-    /* n terms: ORACLE_MAX_TERMS on the stack, more (the route tests' thousands of ranks) not */
-    __mpfr_struct local[ORACLE_MAX_TERMS], *x = local;
-    mpfr_ptr local_ptr[ORACLE_MAX_TERMS], *ptr = local_ptr;
-    if (n > ORACLE_MAX_TERMS) {
-        x = malloc((size_t)n * sizeof *x);
-        ptr = malloc((size_t)n * sizeof *ptr);
-        if (x == NULL || ptr == NULL) abort();
-    }
     for (int k = 0; k < n; k++) {
         double d = tf_to_double(t, terms[k]);
         nan |= isnan(d);
@@ -180,6 +172,14 @@ static inline uint64_t oracle_exact(reprod_type t, reprod_op op, reprod_rounding
     }
     if (nan || (pos_inf && neg_inf)) return f->nan;
     if (pos_inf || neg_inf) return tf_inf(f) | (neg_inf ? tf_sign(f) : 0);
+    /* n terms: ORACLE_MAX_TERMS on the stack, more (the route tests' thousands of ranks) not */
+    __mpfr_struct local[ORACLE_MAX_TERMS], *x = local;
+    mpfr_ptr local_ptr[ORACLE_MAX_TERMS], *ptr = local_ptr;
+    if (n > ORACLE_MAX_TERMS) {
+        x = malloc((size_t)n * sizeof *x);
+        ptr = malloc((size_t)n * sizeof *ptr);
+        if (x == NULL || ptr == NULL) abort();
+    }
     mpfr_rnd_t rnd = tf_mpfr_rnd(dir);
     for (int k = 0; k < n; k++) {
         mpfr_init2(&x[k], 53);

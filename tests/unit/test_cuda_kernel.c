@@ -296,6 +296,15 @@ static void fixed_stage(struct reprod_fixed_args *a, int stage, uint64_t threads
         reprod_kernel_fixed(a, t, threads);
 }
 
+/* W of the narrow words at n ranks: 31 - ceil(log2 n). */
+static int narrow_width(int n)
+{
+    int c = 0;
+    while ((1 << c) < n)
+        c++;
+    return 31 - c;
+}
+
 struct fixed_outcome {
     int narrow; /* the words were int32 */
     int stride; /* words an element */
@@ -337,7 +346,7 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
     size_t words = count * (size_t)o.stride;
     int64_t *own_words = calloc(words, sizeof(int64_t)), *sums = calloc(words, sizeof(int64_t));
     int32_t *sums32 = calloc(words, sizeof(int32_t));
-    int64_t bound = 1ll << (engine_fixed_word_bits(n) - 32); /* 2^W of the narrow words */
+    int64_t bound = 1ll << narrow_width(n); /* 2^W of the narrow words */
     for (int k = 0; k < n; k++) { /* round 2: each rank's words, their sum */
         for (size_t i = 0; i < count; i++)
             memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
@@ -347,7 +356,7 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
             int64_t v = o.narrow ? ((int32_t *)own_words)[j] : own_words[j];
             if (o.narrow)
                 cr_assert(v > -bound && v < bound, "word %lld, W %d", (long long)v,
-                          engine_fixed_word_bits(n) - 32);
+                          narrow_width(n));
             sums[j] += v;
         }
     }
@@ -361,21 +370,30 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
     return o;
 }
 
-/* Words at the narrow width's edge: n - 1 terms of one sign with every significand bit set in
- * a binade, one term whose last bit lies W bits below their top (now and then W + 1 or 2W + 1,
- * where the type's range allows: int64 words), so the word sums reach (n - 1)(2^W - 2^(W - p)). */
-static void gen_narrow_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+/* n - 1 terms of one sign with every significand bit set in a binade, one term whose last bit
+ * lies `width` bits below their top (its field at least 3: fields 1 and 2 share a bucket). */
+static void gen_span(const struct tfmt *f, struct rng *r, int n, int width, uint64_t *terms)
 {
-    int c = 0;
-    while ((1 << c) < n)
-        c++;
-    int w = 31 - c, choice = rng_range(r, 0, 5), negative = (int)(rng_next(r) & 1);
-    int width = choice == 0 ? w + 1 : choice == 1 ? 2 * w + 1 : w;
-    if (width - f->p + 2 > tf_max_field(f) - 1) width = w;
-    int top = rng_range(r, width - f->p + 2, tf_max_field(f) - 1);
+    int negative = (int)(rng_next(r) & 1);
+    int top = rng_range(r, width - f->p + 3, tf_max_field(f) - 1);
     for (int k = 0; k < n; k++)
         terms[k] = tf_make(f, negative, top, tf_frac_mask(f));
     terms[rng_range(r, 0, n - 1)] = tf_make(f, negative, top - (width - f->p), 1);
+}
+
+/* Words at the narrow width's edge: a span of exactly W bits, so the word sums reach
+ * (n - 1)(2^W - 2^(W - p)) in one narrow word. */
+static void gen_narrow_edge(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    gen_span(f, r, n, narrow_width(n), terms);
+}
+
+/* Just past it: W + 1 bits, or 2W + 1 where the type's range allows (int64 words). */
+static void gen_narrow_past(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int w = narrow_width(n), width = rng_range(r, 0, 1) ? 2 * w + 1 : w + 1;
+    if (width - f->p + 3 > tf_max_field(f) - 1) width = w + 1;
+    gen_span(f, r, n, width, terms);
 }
 
 /* Narrow words (the 16-bit types' int32 words, hooks/nccl/nccl_fixed.c) against MPFR at rank
@@ -385,9 +403,11 @@ static void gen_narrow_edge(const struct tfmt *f, struct rng *r, int n, uint64_t
 Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 300)
 {
     static const int ranks[] = {1, 2, 3, 31, 32, 33, 1000, 1024, 16384};
-    static generator *const mixed[] = {gen_similar, gen_wide,      gen_cancel,   gen_zeros,
-                                       gen_ties,    gen_subnormal, gen_overflow, gen_narrow_edge};
-    static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials, gen_wide};
+    static generator *const mixed[] = {gen_similar,  gen_wide,        gen_cancel,
+                                       gen_zeros,    gen_ties,        gen_subnormal,
+                                       gen_overflow, gen_narrow_edge, gen_narrow_past};
+    static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials, gen_wide,
+                                          gen_narrow_past};
     const size_t count = 24;
     for (int t = REPROD_FLOAT16; t <= REPROD_BFLOAT16; t++)
         for (size_t s = 0; s < sizeof ranks / sizeof ranks[0]; s++) {
@@ -399,7 +419,7 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                 for (size_t i = 0; i < count; i++) { /* the last round mixes every kind */
                     generator *gen = g < sizeof one_kind / sizeof one_kind[0]
                                          ? one_kind[g]
-                                         : mixed[rng_range(&r, 0, 7)];
+                                         : mixed[rng_range(&r, 0, 8)];
                     gen(&test_formats[t], &r, n, element);
                     for (int k = 0; k < n; k++)
                         c.terms[(size_t)k * count + i] = element[k];
@@ -411,9 +431,12 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                         if (g == 0 && n <= 1024) /* similar magnitudes: one int32 word */
                             cr_expect(o.narrow && o.stride == 1, "%s N=%d: narrow %d stride %d",
                                       test_formats[t].name, n, o.narrow, o.stride);
-                        if (g == 2) /* an infinity or NaN: int64 words */
-                            cr_expect(!o.narrow, "%s N=%d with specials: narrow",
-                                      test_formats[t].name, n);
+                        if (g == 1) /* a span of W bits: one narrow word */
+                            cr_expect(o.narrow && o.stride == 1, "%s N=%d at the edge: narrow %d",
+                                      test_formats[t].name, n, o.narrow);
+                        if (g == 2 || (g == 4 && n > 1)) /* an infinity or NaN, a wider span */
+                            cr_expect(!o.narrow, "%s N=%d kind %zu: narrow", test_formats[t].name,
+                                      n, g);
                         size_t wrong = 0;
                         for (size_t i = 0; i < count; i++) {
                             for (int k = 0; k < n; k++)
