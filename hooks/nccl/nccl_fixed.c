@@ -10,8 +10,8 @@
  *   round 2: each rank's words (K an element, element-major), the call's own collective on them
  *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
  *            rounding kernel writes the results. For the 16-bit types round 1 also says whether
- *            every element of the piece fits one or two int32 words (W = 31 - ceil(log2 N)): then
- *            they are int32 words, summed with ncclInt32 (4 or 8 bytes an element, not 8 or 16).
+ *            one int32 word (W = 31 - ceil(log2 N)) holds every element of the piece: then the
+ *            words are int32, summed with ncclInt32 (4 bytes an element, not 8).
  * AllReduce and Reduce take round 2 in sub-pieces of as many elements as half the scratch holds at
  * K words each: the piece (its codes) can then be as large as the other half holds at 2 bytes an
  * element, not at the most words K can be, so a large message takes a few NCCL calls, not hundreds.
@@ -271,11 +271,23 @@ static ncclResult_t sum_words(const struct nccl_work *w, size_t piece, int strid
     }
 }
 
+/* The other ranks are already in this call: the job stops here rather than hang. */
+static void layout_lost(const struct nccl_work *w, const char *why)
+{
+    reprod_log(REPROD_LOG_ERROR,
+               "error: %s %s; the other ranks are already in this call, so the job stops here "
+               "rather than hang",
+               w->api, why);
+    _exit(2);
+}
+
 /* The piece's layout from round 1's number (REPROD_DEVICE_FIXED_WIDE_MARK: int64 words). */
 static void take_stride(struct nccl_work *w, int32_t value)
 {
     w->narrow = w->narrow_probe && value < REPROD_DEVICE_FIXED_WIDE_MARK;
     w->stride = w->narrow_probe && !w->narrow ? value - REPROD_DEVICE_FIXED_WIDE_MARK : value;
+    if (w->stride < 1 || w->stride > w->full_words || (w->narrow && w->stride != 1))
+        layout_lost(w, "read a layout back from the device that no kernel writes");
 }
 
 int nccl_fixed_waiting(struct nccl_work *w)
@@ -325,15 +337,11 @@ static void read_back_stride(struct nccl_work *w)
     int32_t value = 0;
     if (reprod_cuda_copy_async(&value, max_words, sizeof value, w->stream, w->info.device) ==
             REPROD_CUDA_OK &&
-        reprod_cuda_stream_sync(w->stream, w->info.device) == REPROD_CUDA_OK && value > 0) {
+        reprod_cuda_stream_sync(w->stream, w->info.device) == REPROD_CUDA_OK) {
         take_stride(w, value);
         return;
     }
-    reprod_log(REPROD_LOG_ERROR,
-               "error: %s could not read its layout back from the device; the other ranks are "
-               "already in this call, so the job stops here rather than hang",
-               w->api);
-    _exit(2);
+    layout_lost(w, "could not read its layout back from the device");
 }
 
 void nccl_fixed_advance(struct nccl_work *w)

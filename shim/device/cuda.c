@@ -31,8 +31,9 @@ _Static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
                "the kernel's parameter layout");
 _Static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
                "the fixed-point kernel's parameter layout");
-_Static_assert(REPROD_DEVICE_FIXED_WIDE_MARK == REPROD_FIXED_WIDE_MARK,
-               "cuda.h and cuda_kernel_fixed.h mark int64 words alike");
+_Static_assert(REPROD_DEVICE_FIXED_WIDE_MARK == REPROD_FIXED_WIDE_MARK &&
+                   ENGINE_FIXED_MAX_WORDS < REPROD_FIXED_WIDE_MARK,
+               "cuda.h and cuda_kernel_fixed.h mark int64 words alike, above any count of them");
 
 #define DRIVER_READY   1
 #define DRIVER_LACKING 2
@@ -466,7 +467,9 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.rounding = stage->rounding;
     args.ranks = stage->ranks;
     args.stride = stage->stride;
-    args.narrow = stage->narrow != 0;
+    args.narrow = stage->narrow != 0 && (stage->stage == REPROD_DEVICE_FIXED_MAX_WORDS ||
+                                         stage->stage == REPROD_DEVICE_FIXED_SPLIT ||
+                                         stage->stage == REPROD_DEVICE_FIXED_ROUND);
     args.elements = stage->elements;
     args.terms = stage->terms;
     args.terms_block = stage->terms_block;

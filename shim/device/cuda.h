@@ -159,8 +159,8 @@ struct reprod_device_fixed {
     int32_t *max_words; /* one int32 of device memory */
 };
 
-/* MAX_WORDS with `narrow` set reads back the most int32 words, or this plus the most int64
- * words where some element does not fit two int32 ones (cuda_kernel_fixed.h). */
+/* MAX_WORDS with `narrow` set reads back 1 where one int32 word holds every element, else this
+ * plus the most int64 words (cuda_kernel_fixed.h). */
 #define REPROD_DEVICE_FIXED_WIDE_MARK 64
 
 int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage);

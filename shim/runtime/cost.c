@@ -57,14 +57,16 @@ int reprod_cost_typical_words(reprod_type type, int ranks)
     return (bits + word_bits - 1) / word_bits;
 }
 
-int reprod_cost_typical_narrow_words(int ranks)
+int reprod_cost_typical_narrow_words(reprod_type type, int ranks)
 {
-    /* As above, in words of W = 31 - ceil(log2 N) bits: the 16-bit types' 11 + 8 bits. */
+    /* As above, in words of W = 31 - ceil(log2 N) bits: binary16's 11 + 8 bits, bfloat16's
+     * 8 + 8. */
     int word_bits = 31, c = 0;
     while ((1 << c) < ranks)
         c++;
     word_bits -= c;
-    return (11 + 8 + word_bits - 1) / word_bits;
+    int bits = (type == REPROD_BFLOAT16 ? 8 : 11) + 8;
+    return (bits + word_bits - 1) / word_bits;
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------- */
@@ -279,7 +281,8 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         return 0;
     }
     int k = words > 0 ? words : reprod_cost_typical_words(call->type, n), word_size = 8;
-    if (words <= 0 && call->nccl && size == 2 && reprod_cost_typical_narrow_words(n) == 1)
+    if (words <= 0 && call->nccl && size == 2 &&
+        reprod_cost_typical_narrow_words(call->type, n) == 1)
         k = 1, word_size = 4; /* one int32 word an element (hooks/nccl/nccl_fixed.c) */
     uint64_t cut = call->nccl            ? NCCL_PIECE_ELEMENTS
                    : m->segment_elements ? m->segment_elements

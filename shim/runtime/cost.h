@@ -76,8 +76,9 @@ uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size
 int reprod_cost_typical_words(reprod_type type, int ranks);
 
 /* The same for the 16-bit types in NCCL's int32 narrow words (W = 31 - ceil(log2 N): 1 up to
- * 4,096 ranks, 2 beyond); the route takes them where one holds every element of a piece. */
-int reprod_cost_typical_narrow_words(int ranks);
+ * 4,096 ranks for binary16, 32,768 for bfloat16, 2 beyond); the route takes them where one
+ * holds every element of a piece. */
+int reprod_cost_typical_narrow_words(reprod_type type, int ranks);
 
 /* Bytes of one element of `type`. */
 int reprod_cost_type_bytes(reprod_type type);
