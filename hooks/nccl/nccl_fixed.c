@@ -87,12 +87,13 @@ static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
     return l;
 }
 
-/* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces). */
+/* Bytes of one of the current piece's words: int32 narrow ones, or int64. */
 static size_t word_bytes(const struct nccl_work *w)
 {
     return w->narrow ? sizeof(int32_t) : sizeof(int64_t);
 }
 
+/* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces). */
 static size_t sub_now(const struct nccl_work *w, size_t piece)
 {
     if (!w->words_bytes) return piece;
