@@ -467,9 +467,7 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.rounding = stage->rounding;
     args.ranks = stage->ranks;
     args.stride = stage->stride;
-    args.narrow = stage->narrow != 0 && (stage->stage == REPROD_DEVICE_FIXED_MAX_WORDS ||
-                                         stage->stage == REPROD_DEVICE_FIXED_SPLIT ||
-                                         stage->stage == REPROD_DEVICE_FIXED_ROUND);
+    args.narrow = stage->narrow != 0; /* read by the stages that take it: reprod_fixed_narrow */
     args.elements = stage->elements;
     args.terms = stage->terms;
     args.terms_block = stage->terms_block;

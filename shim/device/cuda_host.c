@@ -264,7 +264,8 @@ static int fixed_areas(struct fixed_job *job)
     job->reads = reads[a->stage], job->writes = writes[a->stage];
     job->bytes[AREA_TERMS] = n * size;
     job->bytes[AREA_CODES] = 2 * n;
-    job->bytes[AREA_WORDS] = n * stride * (a->narrow ? sizeof(int32_t) : sizeof(int64_t));
+    job->bytes[AREA_WORDS] =
+        n * stride * (reprod_fixed_narrow(a) ? sizeof(int32_t) : sizeof(int64_t));
     job->bytes[AREA_OUT] = n * size;
     job->bytes[AREA_MAX_WORDS] = sizeof(int32_t);
     size_t at = 0;

@@ -73,6 +73,14 @@ struct reprod_fixed_args {
  * words. */
 #define REPROD_FIXED_WIDE_MARK 64
 
+/* 1 where the launch's words are narrow ones: the stages that read or write K's layout
+ * (MAX_WORDS, SPLIT, ROUND); the one-pass stages always take int64 words. */
+ENGINE_FUNCTION int reprod_fixed_narrow(const struct reprod_fixed_args *a)
+{
+    return a->narrow != 0 && (a->stage == REPROD_FIXED_MAX_WORDS ||
+                              a->stage == REPROD_FIXED_SPLIT || a->stage == REPROD_FIXED_ROUND);
+}
+
 /* W of the narrow words: 31 - ceil(log2 N) (the int64 words' W less 32). */
 ENGINE_FUNCTION int reprod_fixed_narrow_bits(int ranks)
 {
@@ -114,8 +122,7 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
     const reprod_type type = (reprod_type)a->type;
     const struct engine_format f = engine_format_of(type);
     const reprod_rounding dir = (reprod_rounding)a->rounding;
-    const int narrow =
-        a->narrow && a->stage != REPROD_FIXED_FULL_SPLIT && a->stage != REPROD_FIXED_FULL_ROUND;
+    const int narrow = reprod_fixed_narrow(a);
     const int word_bits =
         narrow ? reprod_fixed_narrow_bits(a->ranks) : engine_fixed_word_bits(a->ranks);
     const uint64_t stride = (uint64_t)(a->stride > 0 ? a->stride : 1);
