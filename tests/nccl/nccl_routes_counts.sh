@@ -71,3 +71,19 @@ model=$("$BUILD/reprod" cost --ranks $BIG --bytes 1M --type bfloat16 --library n
 measured=$(paste -d' ' "$out/native.bf16" "$out/fixed.bf16" | awk '$1 == 1 { printf "%.3f", $7 / $3 }')
 [ "$model" = "$measured" ] || fail "1 MiB of bfloat16 at np=$BIG: the model's shim/native bytes $model, measured $measured"
 ok "np=$BIG Ring 1 MiB of bfloat16, messages/peers/bytes of rank 1: native $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/native.bf16"), fixed $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/fixed.bf16") (int32 words; shim/native bytes $measured, the model's $model)"
+
+# One call whose pieces switch layout: REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of
+# 262,016 elements (half a MiB of codes), and the odd ranks' elements 2^19 .. 2^19 + 63, in the
+# third piece, are 2^40 smaller than the even ranks': that piece takes int64 words (one an
+# element), the pieces before and after it narrow ones. Every element there and every 997th
+# elsewhere as MPFR rounds the exact sum; the bytes are those of similar data plus one piece's
+# words at 8 bytes instead of 4 (between half and one and a half of it: neither every piece narrow
+# nor the pieces after it left wide).
+args=(-x NCCL_ALGO=Ring -x REPROD_SCRATCH_MB=1 -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed "$program")
+counts narrow.pieces $BIG "${args[@]}" count16 1048576 --exact
+counts switch.pieces $BIG "${args[@]}" switch16 1048576
+paste -d' ' "$out/narrow.pieces" "$out/switch.pieces" |
+    awk -v n=$BIG 'BEGIN { piece = 2 * (n - 1) / n * 262016 * 4 }
+        $7 - $3 < 0.5 * piece || $7 - $3 > 1.5 * piece { print; exit 1 }' >"$out/bad" ||
+    fail "np=$BIG 2 MiB of bfloat16 in pieces, one of them wide: rank, similar data's messages bytes peers, with the far-apart elements: $(cat "$out/bad")"
+ok "np=$BIG 2 MiB of bfloat16 in pieces of 262,016 elements, the third of them wide: every element checked as MPFR's, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/narrow.pieces") -> $(awk '$1 == 1 {print $3}' "$out/switch.pieces") (one piece's words at 8 bytes, not 4)"
