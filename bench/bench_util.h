@@ -1,4 +1,5 @@
-/* bench_util.h: what the engine's benchmarks share (bench_engine.c, ab_engine.c): a clock,
+/* bench_util.h: what the benchmarks share (bench_engine.c, ab_engine.c, bench_fixed.c,
+ * bench_layout.c): a clock,
  * the inputs' random numbers and gradient-like values, and medians. */
 #ifndef REPROD_BENCH_UTIL_H
 #define REPROD_BENCH_UTIL_H
@@ -8,14 +9,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_ns(void)
+static inline double now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static uint64_t next_random(uint64_t *state)
+static inline uint64_t next_random(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -25,7 +26,7 @@ static uint64_t next_random(uint64_t *state)
 
 /* A value like a gradient entry: random sign, magnitude in [2^-8, 2^-4), element-dependent
  * scale so that neighbouring elements differ (exponents within 4 of each other per element). */
-static double sample_value(uint64_t *state, size_t i)
+static inline double sample_value(uint64_t *state, size_t i)
 {
     double u = (double)(next_random(state) >> 11) * 0x1p-53;
     double scale = ldexp(1.0, -8 - (int)(i % 7));
@@ -33,14 +34,14 @@ static double sample_value(uint64_t *state, size_t i)
     return (next_random(state) & 1) ? -v : v;
 }
 
-static int compare_doubles(const void *a, const void *b)
+static inline int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* The median of v[0..n-1] (sorts v). */
-static double median(double *v, int n)
+static inline double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof v[0], compare_doubles);
     return v[n / 2];

@@ -1,0 +1,132 @@
+/* bench_layout.c: how many words the fixed route's layout takes for data of three shapes
+ * (issue 19), by the engine's own codes and layout, not by a model.
+ *
+ * The fixed route writes each element as K_e words relative to the largest and smallest bucket
+ * of its N contributions (engine_fixed_element): one int64 word holds a binary32 element whose
+ * contributions lie within 53 - 24 = 29 binades of each other at 1,024 ranks, a narrow int32
+ * word a bfloat16 element within 21 - 8 = 13. The MPI route lays out K_e words for each element
+ * (reprod_engine_fixed_layout): its bytes follow the average K_e. NCCL's two-pass route writes
+ * every element of a piece with the piece's largest K (a stride: the device kernels take no
+ * prefix sum), and narrow words only where every element of the piece fits one: one element in
+ * 16 Mi decides for all of them. So what matters for NCCL is the share of elements that need
+ * more, raised to the piece's size.
+ *
+ * The shapes, element i of rank r: "similar" (one sign, within 4 binades, as the tests' data);
+ * "noise" (zero-mean normal: sign-mixed, a few contributions near 0, as a gradient's noise
+ * across data-parallel ranks); "signal+noise" (a normal mean per element, plus normal noise of
+ * the same size per rank). Deterministic (one seed); always exits 0.
+ */
+#include "engine/engine.h"
+#include "engine/engine_fixed.h"
+#include "device/cuda_kernel_fixed.h" /* reprod_fixed_narrow_words */
+#include "bench_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCCL_PIECE ((double)((16 << 20) - 128)) /* elements: hooks/nccl/nccl_fixed.c at 64 MiB */
+
+enum shape { SIMILAR, NOISE, SIGNAL_NOISE, SHAPES };
+static const char *const shape_names[SHAPES] = {"similar", "noise", "signal+noise"};
+
+/* A standard normal (Box-Muller, one of the pair). */
+static double normal(uint64_t *state)
+{
+    double u = ((double)(next_random(state) >> 11) + 0.5) * 0x1p-53;
+    double v = (double)(next_random(state) >> 11) * 0x1p-53;
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+static double value(enum shape s, const double *mean, uint64_t *state, size_t i)
+{
+    switch (s) {
+    case SIMILAR: {
+        double u = (double)(next_random(state) >> 11) * 0x1p-53;
+        return ldexp(1.0 + u, -7 - (int)(next_random(state) % 4));
+    }
+    case NOISE:
+        return 1e-3 * normal(state);
+    default:
+        return 1e-3 * (mean[i] + normal(state));
+    }
+}
+
+static void store(reprod_type type, void *array, size_t i, double v)
+{
+    float f = (float)v;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (type == REPROD_FLOAT32) {
+        memcpy((char *)array + 4 * i, &bits, 4);
+    } else { /* bfloat16, rounded to nearest even */
+        uint16_t b = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+        memcpy((char *)array + 2 * i, &b, 2);
+    }
+}
+
+/* One row: the reduced codes of `ranks` contributions of `elements` elements, then the words. */
+static void row(reprod_type type, const char *name, int ranks, size_t elements, enum shape s)
+{
+    size_t size = reprod_type_size(type);
+    void *terms = malloc(elements * size);
+    uint8_t *codes = malloc(2 * elements), *reduced = calloc(2 * elements, 1);
+    double *mean = malloc(elements * sizeof *mean);
+    uint64_t state = 0x5eedull + (uint64_t)ranks * 131 + (uint64_t)s;
+    for (size_t i = 0; i < elements; i++)
+        mean[i] = normal(&state);
+    for (int r = 0; r < ranks; r++) {
+        for (size_t i = 0; i < elements; i++)
+            store(type, terms, i, value(s, mean, &state, i));
+        reprod_engine_fixed_codes(type, terms, elements, codes);
+        for (size_t i = 0; i < 2 * elements; i++)
+            if (codes[i] > reduced[i]) reduced[i] = codes[i];
+    }
+    const struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks), most = 0;
+    size_t words = 0, more = 0, wide = 0;
+    for (size_t i = 0; i < elements; i++) {
+        int k = engine_fixed_element(&f, word_bits, reduced[2 * i], reduced[2 * i + 1],
+                                     REPROD_ROUND_NEAREST)
+                    .words;
+        words += (size_t)k;
+        more += k > 1;
+        if (k > most) most = k;
+        if (size == 2)
+            wide += reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
+                                              REPROD_ROUND_NEAREST) > 1;
+    }
+    double n = (double)elements, share = (double)(size == 2 ? wide : more) / n;
+    /* A piece of NCCL_PIECE elements holds no such element with probability (1 - share)^P. */
+    double clean = share > 0 ? exp(NCCL_PIECE * log1p(-share)) : 1.0;
+    double mpi = (2.0 + 8.0 * (double)words / n) / (double)size;
+    double nccl_clean = size == 2 ? (2.0 + 4.0) / 2.0 : (2.0 + 8.0) / 4.0;
+    double nccl_rest = (2.0 + 8.0 * most) / (double)size;
+    printf("%-8s %6d %-13s %9.2e %8.3f %4d %9.3g %8.2f %8.2f %8.2f\n", name, ranks, shape_names[s],
+           share, (double)words / n, most, clean, mpi, nccl_clean, nccl_rest);
+    free(terms), free(codes), free(reduced), free(mean);
+}
+
+int main(void)
+{
+    printf("the fixed route's words for data shapes: share = elements needing more than one word "
+           "(binary32: int64; bfloat16: a narrow int32 word); words = int64 words an element "
+           "(K_e, the MPI route's layout); most = the largest K_e; P(piece) = probability that a "
+           "piece of 16 Mi elements (NCCL) has no such element; bytes = shim/native bytes of one "
+           "all-reduce's two passes: MPI (K_e an element), NCCL where the piece has none, NCCL "
+           "where it has one (its largest K for every element)\n");
+    printf("%-8s %6s %-13s %9s %8s %4s %9s %8s %8s %8s\n", "type", "ranks", "shape", "share",
+           "words", "most", "P(piece)", "MPI", "NCCL ok", "NCCL not");
+    static const struct {
+        int ranks;
+        size_t elements;
+    } sizes[] = {{32, (size_t)1 << 19}, {1024, (size_t)1 << 17}, {16384, (size_t)1 << 12}};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int s = 0; s < SHAPES; s++) {
+            row(REPROD_FLOAT32, "float32", sizes[z].ranks, sizes[z].elements, (enum shape)s);
+            row(REPROD_BFLOAT16, "bfloat16", sizes[z].ranks, sizes[z].elements, (enum shape)s);
+        }
+    return 0;
+}
