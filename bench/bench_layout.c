@@ -7,8 +7,8 @@
  * word a bfloat16 element within 21 - 8 = 13. The MPI route lays out K_e words for each element
  * (reprod_engine_fixed_layout): its bytes follow the average K_e. NCCL's two-pass route writes
  * every element of a piece with the piece's largest K (a stride: the device kernels take no
- * prefix sum), and narrow words only where every element of the piece fits one: one element in
- * 16 Mi decides for all of them. So what matters for NCCL is the share of elements that need
+ * prefix sum), in narrow int32 words where they take fewer bytes: one element in 16 Mi
+ * decides for all of them. So what matters for NCCL is the share of elements that need
  * more, raised to the piece's size.
  *
  * The shapes, element i of rank r: "similar" (one sign, within 4 binades, as the tests' data);
@@ -85,27 +85,30 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
             if (codes[i] > reduced[i]) reduced[i] = codes[i];
     }
     const struct engine_format f = engine_format_of(type);
-    int word_bits = engine_fixed_word_bits(ranks), most = 0;
+    int word_bits = engine_fixed_word_bits(ranks);
+    int32_t most[REPROD_FIXED_CELLS] = {0, 0}; /* as MAX_WORDS finds them */
     size_t words = 0, more = 0, wide = 0;
     for (size_t i = 0; i < elements; i++) {
         int k = engine_fixed_element(&f, word_bits, reduced[2 * i], reduced[2 * i + 1],
                                      REPROD_ROUND_NEAREST)
                     .words;
+        int narrow = reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
+                                               REPROD_ROUND_NEAREST);
         words += (size_t)k;
         more += k > 1;
-        if (k > most) most = k;
-        if (size == 2)
-            wide += reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
-                                              REPROD_ROUND_NEAREST) > 1;
+        wide += narrow > 1;
+        if (k > most[0]) most[0] = k;
+        if (narrow > most[1]) most[1] = narrow;
     }
+    int stride, narrow = reprod_fixed_layout(most, 1, &stride);
     double n = (double)elements, share = (double)(size == 2 ? wide : more) / n;
     /* A piece of NCCL_PIECE elements holds no such element with probability (1 - share)^P. */
     double clean = share > 0 ? exp(NCCL_PIECE * log1p(-share)) : 1.0;
     double mpi = (2.0 + 8.0 * (double)words / n) / (double)size;
     double nccl_clean = size == 2 ? (2.0 + 4.0) / 2.0 : (2.0 + 8.0) / 4.0;
-    double nccl_rest = (2.0 + 8.0 * most) / (double)size;
+    double nccl_rest = (2.0 + (narrow ? 4.0 : 8.0) * stride) / (double)size;
     printf("%-8s %6d %-13s %9.2e %8.3f %4d %9.3g %8.2f %8.2f %8.2f\n", name, ranks, shape_names[s],
-           share, (double)words / n, most, clean, mpi, nccl_clean, nccl_rest);
+           share, (double)words / n, most[0], clean, mpi, nccl_clean, nccl_rest);
     free(terms), free(codes), free(reduced), free(mean);
 }
 
@@ -115,10 +118,12 @@ int main(void)
            "(binary32: int64; bfloat16: a narrow int32 word); words = int64 words an element "
            "(K_e, the MPI route's layout); most = the largest K_e; P(piece) = probability that a "
            "piece of 16 Mi elements (NCCL) has no such element; bytes = shim/native bytes of one "
-           "all-reduce's two passes: MPI (K_e an element), NCCL where the piece has none, NCCL "
-           "where it has one (its largest K for every element)\n");
+           "all-reduce's two passes: MPI (K_e an element), NCCL where a piece has none (one word "
+           "an element), NCCL "
+           "for this data (its widest element's words for every element, int64 or narrow int32 "
+           "ones, the fewer bytes)\n");
     printf("%-8s %6s %-13s %9s %8s %4s %9s %8s %8s %8s\n", "type", "ranks", "shape", "share",
-           "words", "most", "P(piece)", "MPI", "NCCL ok", "NCCL not");
+           "words", "most", "P(piece)", "MPI", "NCCL one", "NCCL");
     static const struct {
         int ranks;
         size_t elements;

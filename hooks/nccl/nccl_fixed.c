@@ -9,9 +9,11 @@
  *            stream order without waiting (the rounds go on with other communicators meanwhile);
  *   round 2: each rank's words (K an element, element-major), the call's own collective on them
  *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
- *            rounding kernel writes the results. For the 16-bit types round 1 also says whether
- *            one int32 word (W = 31 - ceil(log2 N)) holds every element of the piece: then the
- *            words are int32, summed with ncclInt32 (4 bytes an element, not 8).
+ *            rounding kernel writes the results. Round 1 also says how many int32 words of
+ *            W = 31 - ceil(log2 N) bits the elements need: where they take fewer bytes than the
+ *            int64 words (one for a 16-bit element within a few binades, where int64 words take
+ *            one; three for binary64 up to 256 ranks, where they take two), the words are
+ *            int32, summed with ncclInt32.
  * AllReduce and Reduce take round 2 in sub-pieces of as many elements as half the scratch holds at
  * K words each: the piece (its codes) can then be as large as the other half holds at 2 bytes an
  * element, not at the most words K can be, so a large message takes a few NCCL calls, not hundreds.
@@ -31,6 +33,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,11 +44,12 @@ static size_t align_up(size_t bytes)
     return (bytes + ALIGN_BYTES - 1) & ~(size_t)(ALIGN_BYTES - 1);
 }
 
-/* K read back from the device: shared by the work and the host function that fills it. */
+/* The layout read back from the device: shared by the work and the host function that fills
+ * it. */
 struct nccl_readback {
     _Atomic int arrived;
     _Atomic int owners; /* the work and the pending host function */
-    int32_t value;
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS];
 };
 
 static void readback_unref(struct nccl_readback *r)
@@ -53,10 +57,10 @@ static void readback_unref(struct nccl_readback *r)
     if (atomic_fetch_sub(&r->owners, 1) == 1) free(r);
 }
 
-static void readback_done(void *owner, int32_t value)
+static void readback_done(void *owner, const int32_t *cells)
 {
     struct nccl_readback *r = owner;
-    r->value = value;
+    memcpy(r->cells, cells, sizeof r->cells);
     atomic_store_explicit(&r->arrived, 1, memory_order_release);
     readback_unref(r);
 }
@@ -127,7 +131,7 @@ int nccl_fixed_prepare(struct nccl_work *w)
     };
     w->route = reprod_route_choose(&call);
     if (w->route == REPROD_ROUTE_EXCHANGE) return 0;
-    w->narrow_probe = w->route == REPROD_ROUTE_FIXED && reprod_type_size(w->arithmetic.type) == 2;
+    w->narrow_probe = w->route == REPROD_ROUTE_FIXED;
     w->narrow = 0;
     w->full_words = reprod_engine_fixed_full_words(w->arithmetic.type, w->info.ranks);
     size_t bound = (size_t)reprod_config()->scratch_mb << 20;
@@ -282,20 +286,21 @@ static void layout_lost(const struct nccl_work *w, const char *why)
     _exit(2);
 }
 
-/* The piece's layout from round 1's number (REPROD_DEVICE_FIXED_WIDE_MARK: int64 words). */
-static void take_stride(struct nccl_work *w, int32_t value)
+/* The piece's layout from round 1's cells: narrow words or int64 ones, and how many an
+ * element. */
+static void take_stride(struct nccl_work *w, const int32_t *cells)
 {
-    w->narrow = w->narrow_probe && value < REPROD_DEVICE_FIXED_WIDE_MARK;
-    w->stride = w->narrow_probe && !w->narrow ? value - REPROD_DEVICE_FIXED_WIDE_MARK : value;
-    if (w->stride < 1 || w->stride > w->full_words || (w->narrow && w->stride != 1))
+    if (cells[0] < 0 || cells[0] > w->full_words || cells[1] < 0 ||
+        (cells[1] > REPROD_DEVICE_FIXED_NARROW_MOST && cells[1] != REPROD_DEVICE_FIXED_NARROW_NONE))
         layout_lost(w, "read a layout back from the device that no kernel writes");
+    w->narrow = reprod_device_fixed_layout(cells, w->narrow_probe, &w->stride);
 }
 
 int nccl_fixed_waiting(struct nccl_work *w)
 {
     if (!w->readback) return 0;
     if (!atomic_load_explicit(&w->readback->arrived, memory_order_acquire)) return 1;
-    take_stride(w, w->readback->value);
+    take_stride(w, w->readback->cells);
     readback_unref(w->readback);
     w->readback = NULL;
     return 0;
@@ -320,8 +325,8 @@ ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
     return sum_words(w, sub, w->stride);
 }
 
-/* K back to the host without waiting; where the readback cannot be enqueued, the host waits
- * for the stream instead (the other ranks are in this call: every rank must learn K). */
+/* The layout back to the host without waiting; where the readback cannot be enqueued, the host
+ * waits for the stream instead (the other ranks are in this call: every rank must learn it). */
 static void read_back_stride(struct nccl_work *w)
 {
     int32_t *max_words = stage_of(w, REPROD_DEVICE_FIXED_MAX_WORDS, 0).max_words;
@@ -335,11 +340,11 @@ static void read_back_stride(struct nccl_work *w)
         }
         free(r);
     }
-    int32_t value = 0;
-    if (reprod_cuda_copy_async(&value, max_words, sizeof value, w->stream, w->info.device) ==
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0};
+    if (reprod_cuda_copy_async(cells, max_words, sizeof cells, w->stream, w->info.device) ==
             REPROD_CUDA_OK &&
         reprod_cuda_stream_sync(w->stream, w->info.device) == REPROD_CUDA_OK) {
-        take_stride(w, value);
+        take_stride(w, cells);
         return;
     }
     layout_lost(w, "could not read its layout back from the device");

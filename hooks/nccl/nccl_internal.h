@@ -136,7 +136,7 @@ struct nccl_work {
     enum reprod_route route; /* how the sum moves (nccl_fixed.c for the fixed routes) */
     int full_words;          /* fixed routes: words an element over the type's whole range */
     int stride;              /* two-pass: words an element in the current piece (read back) */
-    int narrow_probe;        /* two-pass, a 16-bit type: round 1 asks whether int32 words fit */
+    int narrow_probe;        /* two-pass: round 1 asks whether int32 words take fewer bytes */
     int narrow;              /* two-pass: the current piece's words are int32 (read back) */
     size_t words_bytes;      /* two-pass in sub-pieces: the scratch for a sub-piece's words */
     size_t sub_offset;       /* two-pass in sub-pieces: where the current one starts in the piece */

@@ -9,6 +9,7 @@
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
 #include "device/cuda_kernel_fixed.h"
+#include "runtime/cost.h" /* REPROD_COST_NARROW_MOST */
 #include "runtime/log.h"
 #include "interpose/once.h"
 #include "interpose/resolve.h"
@@ -31,9 +32,12 @@ _Static_assert(sizeof(struct reprod_kernel_args) == REPROD_KERNEL_ARGS_BYTES,
                "the kernel's parameter layout");
 _Static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
                "the fixed-point kernel's parameter layout");
-_Static_assert(REPROD_DEVICE_FIXED_WIDE_MARK == REPROD_FIXED_WIDE_MARK &&
-                   ENGINE_FIXED_MAX_WORDS < REPROD_FIXED_WIDE_MARK,
-               "cuda.h and cuda_kernel_fixed.h mark int64 words alike, above any count of them");
+_Static_assert(REPROD_DEVICE_FIXED_NARROW_MOST == REPROD_FIXED_NARROW_MOST &&
+                   REPROD_DEVICE_FIXED_NARROW_NONE == REPROD_FIXED_NARROW_NONE &&
+                   REPROD_DEVICE_FIXED_CELLS == REPROD_FIXED_CELLS &&
+                   REPROD_COST_NARROW_MOST == REPROD_FIXED_NARROW_MOST &&
+                   REPROD_FIXED_NARROW_MOST < REPROD_FIXED_NARROW_NONE,
+               "cuda.h and cuda_kernel_fixed.h bound narrow words alike");
 
 #define DRIVER_READY   1
 #define DRIVER_LACKING 2
@@ -480,16 +484,22 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     return run_stage(d, stream, device, &run);
 }
 
-int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_value,
-                         void (*done)(void *owner, int32_t value), void *owner)
+int reprod_device_fixed_layout(const int32_t cells[REPROD_DEVICE_FIXED_CELLS], int probe,
+                               int *stride)
+{
+    return reprod_fixed_layout(cells, probe, stride);
+}
+
+int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_cells,
+                         void (*done)(void *owner, const int32_t *cells), void *owner)
 {
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
-    if (device_value == NULL || done == NULL) return REPROD_CUDA_INVALID_VALUE;
+    if (device_cells == NULL || done == NULL) return REPROD_CUDA_INVALID_VALUE;
     struct reprod_cuda_scope scope;
     CUresult rc = reprod_cuda_enter(d, stream, device, &scope);
     if (rc != CUDA_SUCCESS) return rc;
-    rc = reprod_cuda_readback_on_host(d, stream, device_value, done, owner);
+    rc = reprod_cuda_readback_on_host(d, stream, device_cells, done, owner);
     reprod_cuda_leave(d, &scope);
     return rc;
 }

@@ -133,8 +133,8 @@ int reprod_cuda_reduce(reprod_stream stream, int device,
  * enqueued on `stream` like reprod_cuda_reduce: the kernels when loaded, else the host path
  * (the same bits), asynchronous and capturable. */
 enum reprod_device_fixed_stage {
-    REPROD_DEVICE_FIXED_CODES = 0,  /* terms -> codes; clears *max_words */
-    REPROD_DEVICE_FIXED_MAX_WORDS,  /* reduced codes -> *max_words (the stride) */
+    REPROD_DEVICE_FIXED_CODES = 0,  /* terms -> codes; clears max_words's two cells */
+    REPROD_DEVICE_FIXED_MAX_WORDS,  /* reduced codes -> max_words (the layout) */
     REPROD_DEVICE_FIXED_SPLIT,      /* terms, reduced codes -> words (`stride` an element) */
     REPROD_DEVICE_FIXED_ROUND,      /* reduced codes, summed words -> out */
     REPROD_DEVICE_FIXED_FULL_SPLIT, /* terms -> whole-range words (`stride` = full words) */
@@ -156,19 +156,28 @@ struct reprod_device_fixed {
     uint8_t *codes;
     int64_t *words;
     void *out;
-    int32_t *max_words; /* one int32 of device memory */
+    int32_t *max_words; /* REPROD_DEVICE_FIXED_CELLS int32 of device memory */
 };
 
-/* MAX_WORDS with `narrow` set reads back 1 where one int32 word holds every element, else this
- * plus the most int64 words (cuda_kernel_fixed.h). */
-#define REPROD_DEVICE_FIXED_WIDE_MARK 64
+/* MAX_WORDS's cells: the most int64 words an element takes, and with `narrow` set the most
+ * narrow (int32) words or REPROD_DEVICE_FIXED_NARROW_NONE; reprod_device_fixed_layout (the
+ * kernels' own rule, cuda_kernel_fixed.h) says which words a piece takes. */
+#define REPROD_DEVICE_FIXED_CELLS       2
+#define REPROD_DEVICE_FIXED_NARROW_MOST 8
+#define REPROD_DEVICE_FIXED_NARROW_NONE 255
+
+/* 1 where the piece takes narrow words, *stride of them an element; else 0, *stride int64
+ * words an element. `probe`: MAX_WORDS ran with `narrow` set. */
+int reprod_device_fixed_layout(const int32_t cells[REPROD_DEVICE_FIXED_CELLS], int probe,
+                               int *stride);
 
 int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_device_fixed *stage);
 
-/* Read the int32 at `device_value` back in stream order, without waiting: once the stream has
- * passed this point, a host function calls done(owner, value) (on a CUDA thread: it must only
- * publish the value). Not under graph capture (a replay would call it again). */
-int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_value,
-                         void (*done)(void *owner, int32_t value), void *owner);
+/* Read the REPROD_DEVICE_FIXED_CELLS int32 at `device_cells` back in stream order, without
+ * waiting: once the stream has passed this point, a host function calls done(owner, cells) (on
+ * a CUDA thread: it must only publish them). Not under graph capture (a replay would call it
+ * again). */
+int reprod_cuda_readback(reprod_stream stream, int device, const int32_t *device_cells,
+                         void (*done)(void *owner, const int32_t *cells), void *owner);
 
 #endif /* REPROD_CUDA_H */

@@ -150,11 +150,11 @@ CUresult reprod_cuda_launch_fixed(const struct reprod_cuda_driver *d, CUcontext 
 int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream stream,
                               const struct reprod_fixed_args *args, int capturing);
 
-/* cuda_host.c: copy the int32 at `device_value` into *cell in stream order; a host function
- * then sets *ready (release) and calls done(cell_owner). */
+/* cuda_host.c: copy the REPROD_DEVICE_FIXED_CELLS int32 at `device_cells` into staging in stream
+ * order; a host function then calls done(owner, cells). */
 int reprod_cuda_readback_on_host(const struct reprod_cuda_driver *d, CUstream stream,
-                                 const int32_t *device_value, void (*done)(void *owner, int32_t value),
-                                 void *owner);
+                                 const int32_t *device_cells,
+                                 void (*done)(void *owner, const int32_t *cells), void *owner);
 
 /* cuda_module.c: count one device reduction that ran on the kernels (why == NULL) or on the
  * host path (why: the word). */

@@ -267,7 +267,7 @@ static int fixed_areas(struct fixed_job *job)
     job->bytes[AREA_WORDS] =
         n * stride * (reprod_fixed_narrow(a) ? sizeof(int32_t) : sizeof(int64_t));
     job->bytes[AREA_OUT] = n * size;
-    job->bytes[AREA_MAX_WORDS] = sizeof(int32_t);
+    job->bytes[AREA_MAX_WORDS] = REPROD_FIXED_CELLS * sizeof(int32_t);
     size_t at = 0;
     for (int area = 0; area < AREAS; area++) {
         job->offset[area] = at;
@@ -347,38 +347,39 @@ int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream strea
     return d->launch_host_func(stream, fixed_release, job);
 }
 
-/* ---- One number back to the host, in stream order --------------------------------------- */
+/* ---- A layout's cells back to the host, in stream order ---------------------------------- */
 
 struct readback {
     struct staging *staging;
-    void (*done)(void *owner, int32_t value);
+    void (*done)(void *owner, const int32_t *cells);
     void *owner;
 };
 
 static void readback_arrived(void *user)
 {
     struct readback *r = user;
-    int32_t value;
-    memcpy(&value, r->staging->host, sizeof value);
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS];
+    memcpy(cells, r->staging->host, sizeof cells);
     staging_release(r->staging);
-    r->done(r->owner, value);
+    r->done(r->owner, cells);
     free(r);
 }
 
 int reprod_cuda_readback_on_host(const struct reprod_cuda_driver *d, CUstream stream,
-                                 const int32_t *device_value, void (*done)(void *owner, int32_t value),
-                                 void *owner)
+                                 const int32_t *device_cells,
+                                 void (*done)(void *owner, const int32_t *cells), void *owner)
 {
+    const size_t bytes = REPROD_DEVICE_FIXED_CELLS * sizeof(int32_t);
     struct readback *r = calloc(1, sizeof *r);
     if (r == NULL) return REPROD_CUDA_UNAVAILABLE;
-    r->staging = staging_take(d, sizeof(int32_t));
+    r->staging = staging_take(d, bytes);
     if (r->staging == NULL) {
         free(r);
         return REPROD_CUDA_UNAVAILABLE;
     }
     r->done = done, r->owner = owner;
     CUresult rc = d->memcpy_async((CUdeviceptr)(uintptr_t)r->staging->host,
-                                  (CUdeviceptr)(uintptr_t)device_value, sizeof(int32_t), stream);
+                                  (CUdeviceptr)(uintptr_t)device_cells, bytes, stream);
     if (rc == CUDA_SUCCESS) rc = d->launch_host_func(stream, readback_arrived, r);
     return rc; /* on failure the staging stays busy (a copy may be enqueued) */
 }

@@ -5,14 +5,14 @@
  * the narrow words against MPFR. One launch runs one stage over `elements` elements:
  *
  *   CODES      terms -> codes (2 bytes an element, reduced by the library's MAX); thread 0
- *              also clears *max_words for the MAX_WORDS stage that follows the reduction
- *   MAX_WORDS  reduced codes -> *max_words = the most words any element takes (at least 1):
- *              the stride of the words, read back by the host to size the int64 sum; with
- *              `narrow` set, 1 where every element fits one narrow word (below), else
- *              REPROD_FIXED_WIDE_MARK + the most int64 words
+ *              also clears max_words[0 .. 1] for the MAX_WORDS stage that follows the reduction
+ *   MAX_WORDS  reduced codes -> max_words[0] = the most int64 words any element takes (at
+ *              least 1), read back by the host to size the sum; with `narrow` set also
+ *              max_words[1] = the most narrow words (below) any element takes, or
+ *              REPROD_FIXED_NARROW_NONE where some element cannot take them
  *   SPLIT      terms, reduced codes -> words, `stride` a element (element-major: element i's
  *              words at words + i * stride, unused ones zero), reduced by the library's SUM;
- *              with `narrow` set, one int32 word an element
+ *              with `narrow` set, int32 words
  *   ROUND      reduced codes, summed words (int32 ones with `narrow`) -> out (the exact sum,
  *              rounded once)
  *   FULL_SPLIT terms -> words, the whole range of the type, `stride` (= full words) an element
@@ -54,24 +54,27 @@ struct reprod_fixed_args {
     uint8_t *codes;    /* 2 an element */
     int64_t *words;    /* stride an element */
     void *out;         /* ROUND, FULL_ROUND */
-    int32_t *max_words; /* CODES (cleared), MAX_WORDS (the maximum) */
+    int32_t *max_words;    /* two cells: CODES clears them, MAX_WORDS takes the maxima */
     uint64_t terms_block;  /* 0: the terms are contiguous; else they come in blocks of this */
     uint64_t terms_stride; /* many elements, block b at terms + b * terms_stride elements (a
                               ReduceScatter's piece: a block of each rank's part) */
-    int32_t narrow;        /* MAX_WORDS, SPLIT, ROUND: int32 words (the 16-bit types) */
+    int32_t narrow;        /* MAX_WORDS: probe them; SPLIT, ROUND: int32 words (below) */
     int32_t unused;
 };
 
 #define REPROD_FIXED_ARGS_BYTES 96
 
-/* Narrow words: where every element of a piece fits one int32 word of W = 31 - ceil(log2 N)
- * bits, the piece takes it (4 bytes an element, half an int64 word; two narrow words would be
- * an int64 word's 8 bytes, so the piece takes that instead), summed by the library as int32:
+/* Narrow words: int32 words of W = 31 - ceil(log2 N) bits, summed by the library as int32:
  * each word is below 2^W in magnitude, so no sum of N of them, nor any partial sum, leaves
- * int32. An infinity or NaN needs the int64 layout's counting word: a piece with one takes
- * int64 words. MAX_WORDS's result where some element does not fit: this plus the most int64
- * words. */
-#define REPROD_FIXED_WIDE_MARK 64
+ * int32. A piece takes K' of them an element where 4 K' bytes are fewer than its 8 K bytes of
+ * int64 words: one for a 16-bit type's element within a few binades, three for a binary64
+ * element where int64 words take two (up to 256 ranks). At most REPROD_FIXED_NARROW_MOST an
+ * element. An infinity or NaN needs the int64 layout's counting word: an element with one,
+ * like one that would take more narrow words than that, takes none
+ * (REPROD_FIXED_NARROW_NONE), and so its piece takes int64 words. */
+#define REPROD_FIXED_NARROW_MOST 8
+#define REPROD_FIXED_NARROW_NONE 255
+#define REPROD_FIXED_CELLS       2 /* max_words: the most int64 words, the most narrow ones */
 
 /* 1 where the launch's words are narrow ones: the stages that read or write K's layout
  * (MAX_WORDS, SPLIT, ROUND); the one-pass stages always take int64 words. */
@@ -87,15 +90,29 @@ ENGINE_FUNCTION int reprod_fixed_narrow_bits(int ranks)
     return engine_fixed_word_bits(ranks) - 32;
 }
 
-/* The narrow words element (hi, lo) takes (0 or 1), or REPROD_FIXED_WIDE_MARK + its int64
- * words where one does not hold it. */
+/* The narrow words element (hi, lo) takes (0 for zeros), or REPROD_FIXED_NARROW_NONE. */
 ENGINE_FUNCTION int reprod_fixed_narrow_words(const struct engine_format *f, int ranks, unsigned hi,
                                               unsigned lo, reprod_rounding dir)
 {
-    int wide = engine_fixed_element(f, engine_fixed_word_bits(ranks), hi, lo, dir).words;
-    if (hi == ENGINE_FIXED_HI_SPECIAL) return REPROD_FIXED_WIDE_MARK + wide;
+    if (hi == ENGINE_FIXED_HI_SPECIAL) return REPROD_FIXED_NARROW_NONE;
     int narrow = engine_fixed_element(f, reprod_fixed_narrow_bits(ranks), hi, lo, dir).words;
-    return narrow <= 1 ? narrow : REPROD_FIXED_WIDE_MARK + wide;
+    return narrow <= REPROD_FIXED_NARROW_MOST ? narrow : REPROD_FIXED_NARROW_NONE;
+}
+
+/* The piece's layout from MAX_WORDS's two cells: 1 where it takes narrow words (their
+ * stride in *stride), 0 for int64 words (*stride: the most int64 words, at least 1). The same
+ * on every rank: the cells come from the reduced codes. */
+ENGINE_FUNCTION int reprod_fixed_layout(const int32_t cells[REPROD_FIXED_CELLS], int probe,
+                                        int *stride)
+{
+    int wide = cells[0] > 1 ? cells[0] : 1;
+    int narrow = cells[1] > 1 ? cells[1] : 1;
+    if (probe && cells[1] <= REPROD_FIXED_NARROW_MOST && 4 * narrow < 8 * wide) {
+        *stride = narrow;
+        return 1;
+    }
+    *stride = wide;
+    return 0;
 }
 
 /* Where element i's term is in a->terms, in elements. */
@@ -105,13 +122,13 @@ ENGINE_FUNCTION size_t reprod_fixed_term_at(const struct reprod_fixed_args *a, u
     return (size_t)((i / a->terms_block) * a->terms_stride + i % a->terms_block);
 }
 
-/* The most words of the stage's element `i` into *max_words. */
-ENGINE_FUNCTION void reprod_fixed_note_words(int32_t *max_words, int words)
+/* The most words of the stage's elements into *cell. */
+ENGINE_FUNCTION void reprod_fixed_note_words(int32_t *cell, int words)
 {
 #if defined(__CUDA_ARCH__)
-    atomicMax((int *)max_words, words);
+    atomicMax((int *)cell, words);
 #else
-    if (words > *max_words) *max_words = words;
+    if (words > *cell) *cell = words;
 #endif
 }
 
@@ -127,9 +144,10 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
         narrow ? reprod_fixed_narrow_bits(a->ranks) : engine_fixed_word_bits(a->ranks);
     const uint64_t stride = (uint64_t)(a->stride > 0 ? a->stride : 1);
     int32_t *const narrow_words = (int32_t *)(void *)a->words;
-    if (narrow && (a->stage == REPROD_FIXED_SPLIT || a->stage == REPROD_FIXED_ROUND) && stride != 1)
-        return; /* never: the host takes narrow words only where one holds every element */
-    if (a->stage == REPROD_FIXED_CODES && thread == 0) *a->max_words = 1;
+    if (narrow && (a->stage == REPROD_FIXED_SPLIT || a->stage == REPROD_FIXED_ROUND) &&
+        stride > REPROD_FIXED_NARROW_MOST)
+        return; /* never: the host takes narrow words only where they are at most that many */
+    if (a->stage == REPROD_FIXED_CODES && thread == 0) a->max_words[0] = 1, a->max_words[1] = 0;
     for (uint64_t i = thread; i < a->elements; i += threads) {
         switch (a->stage) {
         case REPROD_FIXED_CODES:
@@ -137,32 +155,37 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
                                &a->codes[2 * i + 1]);
             break;
         case REPROD_FIXED_MAX_WORDS:
-            reprod_fixed_note_words(
-                a->max_words, narrow ? reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
-                                                                 a->codes[2 * i + 1], dir)
-                                     : engine_fixed_element(&f, word_bits, a->codes[2 * i],
-                                                            a->codes[2 * i + 1], dir)
-                                           .words);
+            reprod_fixed_note_words(&a->max_words[0],
+                                    engine_fixed_element(&f, engine_fixed_word_bits(a->ranks),
+                                                         a->codes[2 * i], a->codes[2 * i + 1], dir)
+                                        .words);
+            if (narrow)
+                reprod_fixed_note_words(&a->max_words[1],
+                                        reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
+                                                                  a->codes[2 * i + 1], dir));
             break;
         case REPROD_FIXED_SPLIT: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
-            int64_t own = 0;
-            int64_t *w = narrow ? &own : a->words + i * stride;
+            int64_t own[REPROD_FIXED_NARROW_MOST];
+            int64_t *w = narrow ? own : a->words + i * stride;
             for (uint64_t k = 0; k < stride; k++)
                 w[k] = 0;
             if ((uint64_t)e.words <= stride) /* always, with the stride read back */
                 engine_fixed_split(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), word_bits,
                                    a->codes[2 * i], e, w);
-            if (narrow) narrow_words[i] = (int32_t)own; /* below 2^W: exact */
+            for (uint64_t k = 0; narrow && k < stride; k++)
+                narrow_words[i * stride + k] = (int32_t)own[k]; /* below 2^W: exact */
             break;
         }
         case REPROD_FIXED_ROUND: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
-            int64_t own = narrow ? narrow_words[i] : 0;
+            int64_t own[REPROD_FIXED_NARROW_MOST];
+            for (uint64_t k = 0; narrow && k < stride; k++)
+                own[k] = narrow_words[i * stride + k];
             engine_store_bits(type, a->out, (size_t)i,
-                              engine_fixed_round(&f, narrow ? &own : a->words + i * stride,
+                              engine_fixed_round(&f, narrow ? own : a->words + i * stride,
                                                  word_bits, a->codes[2 * i], e, (reprod_op)a->op,
                                                  a->ranks, dir));
             break;

@@ -44,29 +44,32 @@ int reprod_cost_type_bytes(reprod_type type)
     return type == REPROD_FLOAT64 ? 8 : type == REPROD_FLOAT32 ? 4 : 2;
 }
 
-int reprod_cost_typical_words(reprod_type type, int ranks)
+/* Words of `width` - ceil(log2 N) bits that hold a typical element: a finite element within
+ * one bucket spans the bucket's binades and the significand (engine_fixed_element): 24 + 0
+ * (binary32), 11 (binary16), 8 (bfloat16), 60 (binary64: 8 binades a bucket); a few binades
+ * more for contributions that differ. */
+static int typical_words(reprod_type type, int ranks, int width)
 {
-    /* A finite element within one bucket: its bits span the bucket's binades and the
-     * significand (engine_fixed_element): 24 + 0 (binary32), 11 and 8 (16-bit types), 60
-     * (binary64: 8 binades a bucket); a few binades more for contributions that differ. */
-    int word_bits = 63, c = 0;
+    int c = 0;
     while ((1 << c) < ranks)
         c++;
-    word_bits -= c;
-    int bits = type == REPROD_FLOAT64 ? 60 + 8 : type == REPROD_FLOAT32 ? 24 + 8 : 11 + 8;
+    int word_bits = width - c;
+    int bits = type == REPROD_FLOAT64    ? 60 + 8
+               : type == REPROD_FLOAT32  ? 24 + 8
+               : type == REPROD_BFLOAT16 ? 8 + 8
+                                         : 11 + 8;
     return (bits + word_bits - 1) / word_bits;
+}
+
+int reprod_cost_typical_words(reprod_type type, int ranks)
+{
+    /* int64 words; bfloat16 priced as binary16 (one word either way up to 2^44 ranks) */
+    return typical_words(type == REPROD_BFLOAT16 ? REPROD_FLOAT16 : type, ranks, 63);
 }
 
 int reprod_cost_typical_narrow_words(reprod_type type, int ranks)
 {
-    /* As above, in words of W = 31 - ceil(log2 N) bits: binary16's 11 + 8 bits, bfloat16's
-     * 8 + 8. */
-    int word_bits = 31, c = 0;
-    while ((1 << c) < ranks)
-        c++;
-    word_bits -= c;
-    int bits = (type == REPROD_BFLOAT16 ? 8 : 11) + 8;
-    return (bits + word_bits - 1) / word_bits;
+    return typical_words(type, ranks, 31);
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------- */
@@ -281,9 +284,10 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         return 0;
     }
     int k = words > 0 ? words : reprod_cost_typical_words(call->type, n), word_size = 8;
-    if (words <= 0 && call->nccl && size == 2 &&
-        reprod_cost_typical_narrow_words(call->type, n) == 1)
-        k = 1, word_size = 4; /* one int32 word an element (hooks/nccl/nccl_fixed.c) */
+    if (words <= 0 && call->nccl) { /* int32 words where fewer bytes (hooks/nccl/nccl_fixed.c) */
+        int narrow = reprod_cost_typical_narrow_words(call->type, n);
+        if (narrow <= REPROD_COST_NARROW_MOST && 4 * narrow < 8 * k) k = narrow, word_size = 4;
+    }
     uint64_t cut = call->nccl            ? NCCL_PIECE_ELEMENTS
                    : m->segment_elements ? m->segment_elements
                                          : count;

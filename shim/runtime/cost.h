@@ -75,10 +75,11 @@ uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size
  * while ranks leave a word room for them, 2 for binary64 (its buckets are 8 binades). */
 int reprod_cost_typical_words(reprod_type type, int ranks);
 
-/* The same for the 16-bit types in NCCL's int32 narrow words (W = 31 - ceil(log2 N): 1 up to
- * 4,096 ranks for binary16, 32,768 for bfloat16, 2 beyond); the route takes them where one
- * holds every element of a piece. */
+/* The same in NCCL's int32 narrow words (W = 31 - ceil(log2 N): for binary16 1 up to 4,096
+ * ranks, for bfloat16 up to 32,768, 2 beyond; for binary64 3 up to 256 ranks, 4 beyond); the
+ * route takes them where they are fewer bytes than the int64 words (reprod_cost_route). */
 int reprod_cost_typical_narrow_words(reprod_type type, int ranks);
+#define REPROD_COST_NARROW_MOST 8 /* the most narrow words an element (cuda_kernel_fixed.h) */
 
 /* Bytes of one element of `type`. */
 int reprod_cost_type_bytes(reprod_type type);

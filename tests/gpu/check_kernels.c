@@ -10,7 +10,8 @@
  * fixed-point route's stages (shim/device/cuda_kernel_fixed.h) against the host engine's arrays
  * (reprod_engine_fixed_*) and its exact sum, N ranks simulated on the one device (the MAX of
  * the codes and the int64 SUM of the words done on the host, as NCCL would), both layouts, and
- * the readback of the words an element; the 16-bit types' narrow int32 words up to 1,024 ranks.
+ * the readback of the words an element; narrow int32 words: one for the 16-bit types up to 1,024
+ * ranks, three for binary64 at 2 - 40.
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
@@ -188,12 +189,12 @@ static void check_case(handle stream, reprod_type type, reprod_op op, reprod_rou
     free(host), free(want), free(got), free(pointers);
 }
 
-/* The readback's host function: the value, and that it came. */
-static void readback_arrived(void *owner, int32_t value)
+/* The readback's host function: the cells, and that they came. */
+static void readback_arrived(void *owner, const int32_t *cells)
 {
     int32_t *cell = owner;
-    cell[0] = value;
-    cell[1] = 1;
+    cell[0] = cells[0], cell[1] = cells[1];
+    cell[2] = 1;
 }
 
 /* Copy `bytes` to the host after the stream's work. */
@@ -290,19 +291,22 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     /* the most words an element, read back in stream order */
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-    int32_t cell[2] = {0, 0};
+    int32_t cell[3] = {0, 0, 0};
     CHECK(reprod_cuda_readback(stream, DEVICE, stage.max_words, readback_arrived, cell));
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
     reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
     int most = 1;
     for (size_t i = 0; i < elements; i++)
         if ((int)(offsets[i + 1] - offsets[i]) > most) most = (int)(offsets[i + 1] - offsets[i]);
-    if (!cell[1] || cell[0] != most) fixed_mismatch("the words an element read back", type, op, dir, ranks);
-    if (size == 2) { /* the narrow probe: random bits hold infinities and NaNs, so int64 words */
+    if (!cell[2] || cell[0] != most)
+        fixed_mismatch("the words an element read back", type, op, dir, ranks);
+    { /* the narrow probe: random bits hold infinities and NaNs, so int64 words */
+        int stride = 0;
         stage.narrow = 1;
         CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(cell, stage.max_words, sizeof cell[0], stream);
-        if (cell[0] != REPROD_DEVICE_FIXED_WIDE_MARK + most)
+        fetch(cell, stage.max_words, 2 * sizeof cell[0], stream);
+        if (cell[0] != most || cell[1] != REPROD_DEVICE_FIXED_NARROW_NONE ||
+            reprod_device_fixed_layout(cell, 1, &stride) != 0 || stride != most)
             fixed_mismatch("the narrow probe of wide data", type, op, dir, ranks);
         stage.narrow = 0;
     }
@@ -332,32 +336,40 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     free(words), free(sums), free(offsets), free(pointers);
 }
 
-/* The 16-bit types' narrow words: N simulated ranks of similar magnitudes (4 binades), which
- * one int32 word of W = 31 - ceil(log2 N) bits holds: the probe reads back 1, each rank's int32
- * words, their sum in int32 as NCCL's ncclInt32 would (each word below 2^W), the rounding,
- * bitwise against the engine's exact sum. */
+/* Narrow words: N simulated ranks of similar magnitudes (4 binades, across a bucket boundary of
+ * binary64's), in int32 words of
+ * W = 31 - ceil(log2 N) bits where they take fewer bytes than int64 ones (`stride` of them:
+ * one for the 16-bit types, three for binary64 at 40 ranks): the probe reads that back, each
+ * rank's int32 words, their sum in int32 as NCCL's ncclInt32 would (each word below 2^W), the
+ * rounding, bitwise against the engine's exact sum. */
 static void check_narrow_case(handle stream, reprod_type type, reprod_op op, reprod_rounding dir,
-                              int ranks, size_t elements)
+                              int ranks, size_t elements, int stride)
 {
-    size_t bytes = 2 * elements * (size_t)ranks;
-    int exponent_bits = type == REPROD_BFLOAT16 ? 8 : 5, fraction_bits = 15 - exponent_bits;
+    size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
+    int exponent_bits = type == REPROD_BFLOAT16 || type == REPROD_FLOAT32 ? 8
+                        : type == REPROD_FLOAT64                          ? 11
+                                                                          : 5;
+    int fraction_bits = (int)(8 * size) - 1 - exponent_bits;
     int middle = 1 << (exponent_bits - 1);
-    uint16_t *host = malloc(bytes), *want = malloc(2 * elements), *got = malloc(2 * elements);
+    size_t words_bytes = 4 * elements * (size_t)stride;
+    unsigned char *host = malloc(bytes), *want = malloc(size * elements),
+                  *got = malloc(size * elements);
     uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1);
-    int32_t *words = malloc(4 * elements);
-    int64_t *sums = calloc(elements, sizeof *sums);
+    int32_t *words = malloc(words_bytes);
+    int64_t *sums = calloc(elements * (size_t)stride, sizeof *sums);
     for (size_t i = 0; i < elements * (size_t)ranks; i++) {
         uint64_t r = next_random();
-        uint64_t field = (uint64_t)(middle + (int)((r >> 1) % 4));
-        host[i] = (uint16_t)((r & 1) << 15 | field << fraction_bits |
-                             ((r >> 8) & ((1u << fraction_bits) - 1)));
+        uint64_t field = (uint64_t)(middle - 2 + (int)((r >> 1) % 4)); /* binary64: 2 buckets */
+        uint64_t bits = (r & 1) << (8 * size - 1) | field << fraction_bits |
+                        ((next_random() >> 8) & (((uint64_t)1 << fraction_bits) - 1));
+        memcpy(host + i * size, &bits, size); /* little-endian: the low bytes */
     }
     const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
     for (int k = 0; k < ranks; k++)
-        pointers[k] = host + (size_t)k * elements;
+        pointers[k] = host + (size_t)k * elements * size;
     CHECK(reprod_reduce_exact(type, op, dir, pointers, ranks, elements, want));
     struct reprod_device_fixed stage =
-        fixed_areas(stream, type, op, dir, ranks, elements, 4 * elements, host);
+        fixed_areas(stream, type, op, dir, ranks, elements, words_bytes, host);
     const void *terms = stage.terms;
     for (int k = 0; k < ranks; k++) {
         stage.terms = rank_terms(&stage, terms, k);
@@ -369,29 +381,34 @@ static void check_narrow_case(handle stream, reprod_type type, reprod_op op, rep
     CHECK(reprod_cuda_copy_async(stage.codes, max_codes, 2 * elements, stream, DEVICE));
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS, stage.narrow = 1;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-    int32_t value = 0;
-    fetch(&value, stage.max_words, sizeof value, stream);
-    if (value != 1) fixed_mismatch("the narrow probe of similar magnitudes", type, op, dir, ranks);
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0, 0};
+    fetch(cells, stage.max_words, sizeof cells, stream);
+    int taken = 0, narrow = reprod_device_fixed_layout(cells, 1, &taken);
+    if (!narrow || taken != stride)
+        fixed_mismatch("the narrow probe of similar magnitudes", type, op, dir, ranks);
+    stage.narrow = narrow, stage.stride = stride;
     int64_t bound =
         (int64_t)1 << (31 - (ranks > 1 ? 64 - __builtin_clzll((uint64_t)ranks - 1) : 0));
-    for (int k = 0; k < ranks && value == 1; k++) {
+    size_t count = elements * (size_t)stride;
+    for (int k = 0; k < ranks && narrow && taken == stride; k++) {
         stage.stage = REPROD_DEVICE_FIXED_SPLIT;
         stage.terms = rank_terms(&stage, terms, k);
         CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(words, stage.words, 4 * elements, stream);
-        for (size_t i = 0; i < elements; i++) {
+        fetch(words, stage.words, words_bytes, stream);
+        for (size_t i = 0; i < count; i++) {
             if (words[i] <= -bound || words[i] >= bound)
                 fixed_mismatch("a narrow word past 2^W", type, op, dir, ranks);
             sums[i] += words[i];
         }
     }
-    for (size_t i = 0; i < elements; i++)
+    for (size_t i = 0; i < count; i++)
         words[i] = (int32_t)sums[i]; /* below N 2^W <= 2^31 */
-    CHECK(reprod_cuda_copy_async(stage.words, words, 4 * elements, stream, DEVICE));
+    CHECK(reprod_cuda_copy_async(stage.words, words, words_bytes, stream, DEVICE));
     stage.stage = REPROD_DEVICE_FIXED_ROUND;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-    fetch(got, stage.out, 2 * elements, stream);
-    if (memcmp(want, got, 2 * elements) != 0) fixed_mismatch("narrow words", type, op, dir, ranks);
+    fetch(got, stage.out, size * elements, stream);
+    if (memcmp(want, got, size * elements) != 0)
+        fixed_mismatch("narrow words", type, op, dir, ranks);
     fixed_areas_free(stream, &stage, terms);
     free(host), free(want), free(got), free(codes), free(max_codes), free(words), free(sums);
     free(pointers);
@@ -602,9 +619,10 @@ int main(int argc, char **argv)
                     check_fixed_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
                                      fixed_ranks[c], 10007);
                     cases++;
-                    if (reprod_type_size((reprod_type)t) != 2) continue;
+                    if (t == REPROD_FLOAT32) continue; /* one int64 word: as few bytes */
                     check_narrow_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
-                                      narrow_ranks[c], 4099);
+                                      t == REPROD_FLOAT64 ? fixed_ranks[c] : narrow_ranks[c], 4099,
+                                      t == REPROD_FLOAT64 ? 3 : 1);
                     cases++;
                 }
     check_graph(stream, 8, 1);

@@ -54,23 +54,36 @@ for run in "Ring 2 fixed" "Ring 262144 fixed exchange" "Tree 2 fixed"; do
     ok "np=$BIG $algo $((elements * 4)) B, messages/peers/bytes of rank 1: $summary"
 done
 
-# bfloat16 of similar magnitudes, 1 MiB on the ring: the fixed route's words are int32 (the
-# narrow words, W = 31 - ceil(log2 N)), so a rank moves 2 bytes of codes and 4 of words an
-# element where native moves 2: at most 3x native's bytes (int64 words would be 5x); every 997th
-# element of the result as MPFR rounds the exact sum.
-args=(-x NCCL_ALGO=Ring "$program" count16 524288)
-counts native.bf16 $BIG "${args[@]}"
-counts fixed.bf16 $BIG -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed "${args[@]}" --exact
-paste -d' ' "$out/native.bf16" "$out/fixed.bf16" |
-    awk '$7 > 3 * $3 || $7 < 2.9 * $3 || $6 > 2 * $2 + 4 || $8 > 2 * $4 + 2 { print; exit 1 }' >"$out/bad" ||
-    fail "np=$BIG 1 MiB of bfloat16, fixed route: rank, native messages bytes peers, shim's: $(cat "$out/bad")"
-# The cost model prices the same words: its shim/native bytes (NCCL's tree there) as measured.
-model=$("$BUILD/reprod" cost --ranks $BIG --bytes 1M --type bfloat16 --library nccl --route fixed |
-    awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^bytes=/) b[$1] = substr($i, 7) }
-         END { printf "%.3f", b["shim"] / b["native"] }')
-measured=$(paste -d' ' "$out/native.bf16" "$out/fixed.bf16" | awk '$1 == 1 { printf "%.3f", $7 / $3 }')
-[ "$model" = "$measured" ] || fail "1 MiB of bfloat16 at np=$BIG: the model's shim/native bytes $model, measured $measured"
-ok "np=$BIG Ring 1 MiB of bfloat16, messages/peers/bytes of rank 1: native $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/native.bf16"), fixed $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/fixed.bf16") (int32 words; shim/native bytes $measured, the model's $model)"
+# narrow TYPE SCENARIO ELEMENTS RATIO WORDS: 1 MiB of TYPE of similar magnitudes (routes SCENARIO
+# ELEMENTS) on the ring, natively and on the fixed route: the shim's bytes RATIO x native's
+# (within 1%), the model's figure, messages and peers as above; every 997th element of the
+# result as MPFR rounds the exact sum. WORDS says what the route takes, for the log.
+narrow() {
+    local type=$1 scenario=$2 elements=$3 ratio=$4 words=$5
+    local args=(-x NCCL_ALGO=Ring "$program" "$scenario" "$elements")
+    counts native.$type $BIG "${args[@]}"
+    counts fixed.$type $BIG -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed "${args[@]}" --exact
+    paste -d' ' "$out/native.$type" "$out/fixed.$type" |
+        awk -v r="$ratio" '$7 > 1.005 * r * $3 || $7 < 0.995 * r * $3 || $6 > 2 * $2 + 4 || $8 > 2 * $4 + 2 { print; exit 1 }' >"$out/bad" ||
+        fail "np=$BIG 1 MiB of $type, fixed route, not ${ratio}x: rank, native messages bytes peers, shim's: $(cat "$out/bad")"
+    # The cost model prices the same words: its shim/native bytes (NCCL's tree there) as measured.
+    local model measured
+    model=$("$BUILD/reprod" cost --ranks $BIG --bytes 1M --type "$type" --library nccl --route fixed |
+        awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^bytes=/) b[$1] = substr($i, 7) }
+             END { printf "%.3f", b["shim"] / b["native"] }')
+    measured=$(paste -d' ' "$out/native.$type" "$out/fixed.$type" | awk '$1 == 1 { printf "%.3f", $7 / $3 }')
+    [ "$model" = "$measured" ] || fail "1 MiB of $type at np=$BIG: the model's shim/native bytes $model, measured $measured"
+    ok "np=$BIG Ring 1 MiB of $type, messages/peers/bytes of rank 1: native $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/native.$type"), fixed $(awk '$1 == 1 {print $2 "/" $4 "/" $3}' "$out/fixed.$type") ($words; shim/native bytes $measured, the model's $model)"
+}
+
+# bfloat16 within 4 binades: one int32 word an element (the narrow words, W = 31 -
+# ceil(log2 N)), so a rank moves 2 bytes of codes and 4 of words an element where native moves
+# 2: 3x native's bytes (int64 words would be 5x).
+narrow bfloat16 count16 524288 3 "one int32 word an element"
+# binary64 within 4 binades: two int64 words an element (60 bits past W = 58) or three narrow
+# ones (26 bits each), 12 bytes instead of 16: 2 + 12 bytes where native moves 8, 1.75x (int64
+# words would be 2.25x).
+narrow float64 count64 131072 1.75 "three int32 words an element"
 
 # One call whose pieces switch layout: REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of
 # 262,016 elements (half a MiB of codes), and the odd ranks' elements 2^19 .. 2^19 + 63, in the

@@ -16,11 +16,11 @@
  *                                  the stand-in counts, NCCL_STANDIN_COUNTS, is that call's)
  *   routes count16 N [--exact]     the same in bfloat16, of similar magnitudes (--exact: every
  *                                  997th element of the result checked against MPFR)
- *   routes switch16 N              the same, but elements 2^19 .. 2^19 + 63 of the odd ranks
- *                                  2^40 smaller (no narrow word holds them: the piece around
- *                                  them takes int64 words, the others narrow ones); every 997th
- *                                  element and each of those against MPFR
- * Exit status 1 when an element is wrong (rank 0).
+ *   routes count64 N [--exact]     the same in binary64, within 4 binades
+ *   routes switch16 N              the same as count16, but elements 2^19 .. 2^19 + 63 of the odd
+ * ranks 2^40 smaller (no narrow word holds them: the piece around them takes int64 words, the
+ * others narrow ones); every 997th element and each of those against MPFR Exit status 1 when an
+ * element is wrong (rank 0).
  */
 #include "nccl_test.h"
 
@@ -217,7 +217,7 @@ static void count_call(ncclComm_t comm, cudaStream_t stream, size_t count)
 
 /* Element i of rank r's bfloat16 contribution of similar magnitudes (within 4 binades of each
  * other, as a gradient's often are). */
-static uint16_t similar_bf16(int r, size_t i)
+static uint64_t similar_bf16(int r, size_t i)
 {
     float v = test_contribution(1, r, i);
     uint32_t bits;
@@ -226,42 +226,53 @@ static uint16_t similar_bf16(int r, size_t i)
     return (uint16_t)(bits >> 16);
 }
 
+/* The same in binary64: within 4 binades, one bucket of the fixed route's (8 binades). */
+static uint64_t similar_f64(int r, size_t i)
+{
+    double v = (double)test_contribution(1, r, i) * (1.0 + 0x1p-40 * (double)(i % 4099));
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return (bits & 0x800fffffffffffffull) | (uint64_t)(1024 + ((bits >> 52) & 3)) << 52;
+}
+
 #define SWITCH_FIRST    ((size_t)1 << 19)
 #define SWITCH_ELEMENTS 64
 
 /* As similar_bf16, but the odd ranks' elements SWITCH_FIRST .. + SWITCH_ELEMENTS - 1 are 2^40
  * smaller: 40 binades and more apart, past any narrow word's W (31 - ceil(log2 N) bits less
  * bfloat16's 8 of precision), within one int64 word's. */
-static uint16_t switching_bf16(int r, size_t i)
+static uint64_t switching_bf16(int r, size_t i)
 {
-    uint16_t v = similar_bf16(r, i);
+    uint64_t v = similar_bf16(r, i);
     if (r % 2 && i - SWITCH_FIRST < SWITCH_ELEMENTS) v -= 40 << 7; /* the exponent field */
     return v;
 }
 
-/* One bfloat16 ncclAllReduce of N elements of `term16`, nothing else (the fixed route's narrow
- * words); with `exact`, every 997th element of the result, and those switching_bf16 makes far
- * apart, checked against MPFR. */
-static void count16_call(ncclComm_t comm, cudaStream_t stream, size_t count, int exact,
-                         uint16_t (*term16)(int r, size_t i))
+/* One ncclAllReduce of N elements of `term_of` (bfloat16 or binary64), nothing else
+ * (the fixed route's narrow words); with `exact`, every 997th element of the result, and those
+ * switching_bf16 makes far apart, checked against MPFR. */
+static void count_similar(ncclComm_t comm, cudaStream_t stream, reprod_type t, size_t count,
+                          int exact, uint64_t (*term_of)(int r, size_t i))
 {
-    uint16_t *data, *host = malloc(count * sizeof *host);
-    CHECK_CUDA(cudaMalloc((void **)&data, count * sizeof *data));
+    size_t size = tf_size(t);
+    unsigned char *data, *host = malloc(count * size);
+    CHECK_CUDA(cudaMalloc((void **)&data, count * size));
     for (size_t i = 0; i < count; i++)
-        host[i] = term16(rank, i);
-    CHECK_CUDA(cudaMemcpy(data, host, count * sizeof *host, cudaMemcpyHostToDevice));
-    CHECK_NCCL(ncclAllReduce(data, data, count, ncclBfloat16, ncclSum, comm, stream));
+        store(t, host, i, term_of(rank, i));
+    CHECK_CUDA(cudaMemcpy(data, host, count * size, cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllReduce(data, data, count, t == REPROD_FLOAT64 ? ncclFloat64 : ncclBfloat16,
+                             ncclSum, comm, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_CUDA(cudaMemcpy(host, data, count * sizeof *host, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(host, data, count * size, cudaMemcpyDeviceToHost));
     for (size_t i = 0; exact && i < count; i++) {
         if (i % 997 != 0 && i - SWITCH_FIRST >= SWITCH_ELEMENTS) continue;
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int r = 0; r < ranks; r++)
-            terms[r] = term16(r, i);
-        uint64_t expected = oracle_exact(REPROD_BFLOAT16, REPROD_SUM, rounding, terms, ranks);
-        if (host[i] != expected && wrong++ < 5)
-            fprintf(stderr, "rank %d of %d: count16: element %zu is 0x%x, expected 0x%llx\n", rank,
-                    ranks, i, host[i], (unsigned long long)expected);
+            terms[r] = term_of(r, i);
+        uint64_t expected = oracle_exact(t, REPROD_SUM, rounding, terms, ranks);
+        if (load(t, host, i) != expected && wrong++ < 5)
+            fprintf(stderr, "rank %d of %d: count: element %zu is 0x%llx, expected 0x%llx\n", rank,
+                    ranks, i, (unsigned long long)load(t, host, i), (unsigned long long)expected);
     }
     cases++;
     CHECK_CUDA(cudaFree(data));
@@ -272,8 +283,10 @@ int main(int argc, char **argv)
 {
     ncclUniqueId id = join_world(&argc, &argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: routes spread|group|graph|count N|count16 N [--exact]|switch16 N "
-                        "[--rounding R]\n");
+        fprintf(stderr,
+                "usage: routes spread|group|graph|count N|count16 N [--exact]|count64 N [--exact]|"
+                "switch16 N "
+                "[--rounding R]\n");
         return 2;
     }
     int exact = 0; /* count16: the results must be the exact sums */
@@ -303,9 +316,14 @@ int main(int argc, char **argv)
         else if (strcmp(scenario, "count") == 0 && i + 1 < argc)
             count_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10));
         else if (strcmp(scenario, "count16") == 0 && i + 1 < argc)
-            count16_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10), exact, similar_bf16);
+            count_similar(comm, stream, REPROD_BFLOAT16, (size_t)strtoull(argv[++i], NULL, 10),
+                          exact, similar_bf16);
+        else if (strcmp(scenario, "count64") == 0 && i + 1 < argc)
+            count_similar(comm, stream, REPROD_FLOAT64, (size_t)strtoull(argv[++i], NULL, 10),
+                          exact, similar_f64);
         else if (strcmp(scenario, "switch16") == 0 && i + 1 < argc)
-            count16_call(comm, stream, (size_t)strtoull(argv[++i], NULL, 10), 1, switching_bf16);
+            count_similar(comm, stream, REPROD_BFLOAT16, (size_t)strtoull(argv[++i], NULL, 10), 1,
+                          switching_bf16);
         else
             continue; /* --rounding R, --exact */
         long totals[2] = {cases, wrong}, sums[2];

@@ -311,22 +311,21 @@ struct fixed_outcome {
 };
 
 /* The two-pass route as hooks/nccl/nccl_fixed.c drives it, the library's part done here: each
- * rank's codes and their MAX, the layout read back (with the narrow probe for 16-bit types),
- * each rank's words and their sum, the rounding into `out`. Narrow words are summed in int64
- * and must each be below 2^W, W = 31 - ceil(log2 N), and their sum must fit int32 (what
- * ncclInt32 carries). */
+ * rank's codes and their MAX, the layout read back (with the narrow probe), each rank's words
+ * and their sum, the rounding into `out`. Narrow words are summed in int64 and must each be
+ * below 2^W, W = 31 - ceil(log2 N), and their sum must fit int32 (what ncclInt32 carries). */
 static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, uint64_t threads,
                                         void *out)
 {
     size_t size = tf_size(c->type), count = c->count;
-    int n = c->n, probe = size == 2;
+    int n = c->n, probe = 1;
     uint8_t *codes = calloc(2 * count, 1), *own = calloc(2 * count, 1);
     unsigned char *terms = calloc(count, size);
-    int32_t max_words = 0;
+    int32_t max_words[REPROD_FIXED_CELLS] = {0};
     struct reprod_fixed_args a;
     memset(&a, 0, sizeof a);
     a.type = c->type, a.op = op, a.rounding = dir, a.ranks = n, a.elements = count;
-    a.terms = terms, a.max_words = &max_words;
+    a.terms = terms, a.max_words = max_words;
     for (int k = 0; k < n; k++) { /* round 1: codes, MAX */
         for (size_t i = 0; i < count; i++)
             memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
@@ -337,11 +336,12 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
     }
     a.codes = codes, a.narrow = probe;
     fixed_stage(&a, REPROD_FIXED_MAX_WORDS, threads);
-    struct fixed_outcome o = {probe && max_words < REPROD_FIXED_WIDE_MARK, max_words};
-    if (probe && !o.narrow) o.stride = max_words - REPROD_FIXED_WIDE_MARK;
+    struct fixed_outcome o;
+    o.narrow = reprod_fixed_layout(max_words, probe, &o.stride);
     cr_assert(o.stride >= 1 && o.stride <= ENGINE_FIXED_MAX_WORDS, "stride %d", o.stride);
-    if (o.narrow) /* one int32 word: two would be an int64 word's bytes */
-        cr_assert_eq(o.stride, 1, "narrow stride %d", o.stride);
+    if (o.narrow) /* fewer bytes than the int64 words */
+        cr_assert(o.stride <= REPROD_FIXED_NARROW_MOST && 4 * o.stride < 8 * max_words[0],
+                  "narrow stride %d, int64 words %d", o.stride, max_words[0]);
     a.narrow = o.narrow, a.stride = o.stride;
     size_t words = count * (size_t)o.stride;
     int64_t *own_words = calloc(words, sizeof(int64_t)), *sums = calloc(words, sizeof(int64_t));
@@ -396,45 +396,53 @@ static void gen_narrow_past(const struct tfmt *f, struct rng *r, int n, uint64_t
     gen_span(f, r, n, width, terms);
 }
 
-/* Narrow words (the 16-bit types' int32 words, hooks/nccl/nccl_fixed.c) against MPFR at rank
- * counts from 1 to 16,384, SUM and AVG in every direction: each element correctly rounded, no
- * word sum past int32; pieces of similar magnitudes take them up to 1,024 ranks, an infinity
- * or a span wider than one takes int64 words. */
+/* Narrow words (int32 words where they take fewer bytes than int64 ones, hooks/nccl/nccl_fixed.c)
+ * against MPFR at rank counts from 1 to 16,384, every type, SUM and AVG in every direction: each
+ * element correctly rounded, no word sum past int32. A 16-bit type's pieces of similar
+ * magnitudes take one up to 1,024 ranks, a span wider than one takes int64 words; an infinity
+ * or NaN takes int64 words; binary32 and binary64 pieces take two and more of them (wide spans,
+ * binary64's significands), each carried into the next. */
 Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 300)
 {
     static const int ranks[] = {1, 2, 3, 31, 32, 33, 1000, 1024, 16384};
-    static generator *const mixed[] = {gen_similar,  gen_wide,        gen_cancel,
-                                       gen_zeros,    gen_ties,        gen_subnormal,
-                                       gen_overflow, gen_narrow_edge, gen_narrow_past};
+    static generator *const mixed[] = {
+        gen_similar,  gen_wide,        gen_cancel,      gen_zeros,   gen_ties, gen_subnormal,
+        gen_overflow, gen_narrow_edge, gen_narrow_past, gen_specials}; /* the last round only */
     static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials, gen_wide,
                                           gen_narrow_past};
     const size_t count = 24;
-    for (int t = REPROD_FLOAT16; t <= REPROD_BFLOAT16; t++)
+    long several[REPROD_FLOAT64 + 1] = {0}; /* cases in two narrow words or more */
+    for (int t = REPROD_FLOAT16; t <= REPROD_FLOAT64; t++)
         for (size_t s = 0; s < sizeof ranks / sizeof ranks[0]; s++) {
             int n = ranks[s];
-            for (size_t g = 0; g <= sizeof one_kind / sizeof one_kind[0]; g++) {
+            const size_t kinds = sizeof one_kind / sizeof one_kind[0];
+            for (size_t g = 0; g <= kinds + 1; g++) { /* then mixed, then mixed with specials */
                 struct rng r = {9000 + 131 * (uint64_t)t + 17 * (uint64_t)n + g};
                 struct tcase c = case_new("narrow", (reprod_type)t, n, count);
                 uint64_t *element = calloc((size_t)n, sizeof *element);
-                for (size_t i = 0; i < count; i++) { /* the last round mixes every kind */
-                    generator *gen = g < sizeof one_kind / sizeof one_kind[0]
-                                         ? one_kind[g]
-                                         : mixed[rng_range(&r, 0, 8)];
+                int special = 0; /* an infinity or NaN beside the other kinds */
+                for (size_t i = 0; i < count; i++) {
+                    generator *gen =
+                        g < kinds ? one_kind[g] : mixed[rng_range(&r, 0, g == kinds ? 8 : 9)];
+                    special |= g > kinds && gen == gen_specials;
                     gen(&test_formats[t], &r, n, element);
                     for (int k = 0; k < n; k++)
                         c.terms[(size_t)k * count + i] = element[k];
                 }
                 for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
                     for (int dir = 0; dir < 4; dir++) {
-                        unsigned char got[24 * 2];
+                        unsigned char got[24 * 8];
                         struct fixed_outcome o = fixed_route(&c, op, dir, g % 2 ? 7 : 1, got);
-                        if (g == 0 && n <= 1024) /* similar magnitudes: one int32 word */
+                        int sixteen = tf_size(c.type) == 2;
+                        several[t] += o.narrow && o.stride > 1;
+                        if (sixteen && g == 0 && n <= 1024) /* similar magnitudes: one word */
                             cr_expect(o.narrow && o.stride == 1, "%s N=%d: narrow %d stride %d",
                                       test_formats[t].name, n, o.narrow, o.stride);
-                        if (g == 1) /* a span of W bits: one narrow word */
+                        if (sixteen && g == 1) /* a span of W bits: one narrow word */
                             cr_expect(o.narrow && o.stride == 1, "%s N=%d at the edge: narrow %d",
                                       test_formats[t].name, n, o.narrow);
-                        if (g == 2 || (g == 4 && n > 1)) /* an infinity or NaN, a wider span */
+                        if (g == 2 || special || (sixteen && g == 4 && n > 1)) /* an infinity
+                                                                     or NaN; past one word */
                             cr_expect(!o.narrow, "%s N=%d kind %zu: narrow", test_formats[t].name,
                                       n, g);
                         size_t wrong = 0;
@@ -454,4 +462,7 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                 free(c.terms);
             }
         }
+    cr_expect(several[REPROD_FLOAT32] > 0 && several[REPROD_FLOAT64] > 0,
+              "cases in two narrow words or more: binary32 %ld, binary64 %ld",
+              several[REPROD_FLOAT32], several[REPROD_FLOAT64]);
 }
