@@ -18,8 +18,9 @@
  *   FULL_SPLIT terms -> words, the whole range of the type, `stride` (= full words) an element
  *   FULL_ROUND summed words -> out
  *
- * Every element is independent (no shared memory, no barrier) except MAX_WORDS's maximum, an
- * atomic on the device and a plain maximum where the threads run one after the other.
+ * Every element is independent (no shared memory, no barrier) except MAX_WORDS's maxima: each
+ * thread's own over its elements, then one atomic a cell on the device (a plain maximum where
+ * the threads run one after the other).
  */
 #ifndef REPROD_CUDA_KERNEL_FIXED_H
 #define REPROD_CUDA_KERNEL_FIXED_H
@@ -148,26 +149,28 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
         stride > REPROD_FIXED_NARROW_MOST)
         return; /* never: the host takes narrow words only where they are at most that many */
     if (a->stage == REPROD_FIXED_CODES && thread == 0) a->max_words[0] = 1, a->max_words[1] = 0;
+    int most_wide = 0, most_narrow = 0;    /* MAX_WORDS: this thread's, noted once at the end */
+    int64_t own[REPROD_FIXED_NARROW_MOST]; /* SPLIT, ROUND: an element's narrow words */
     for (uint64_t i = thread; i < a->elements; i += threads) {
         switch (a->stage) {
         case REPROD_FIXED_CODES:
             engine_fixed_codes(&f, engine_load_bits(type, a->terms, reprod_fixed_term_at(a, i)), &a->codes[2 * i],
                                &a->codes[2 * i + 1]);
             break;
-        case REPROD_FIXED_MAX_WORDS:
-            reprod_fixed_note_words(&a->max_words[0],
-                                    engine_fixed_element(&f, engine_fixed_word_bits(a->ranks),
-                                                         a->codes[2 * i], a->codes[2 * i + 1], dir)
-                                        .words);
-            if (narrow)
-                reprod_fixed_note_words(&a->max_words[1],
-                                        reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
-                                                                  a->codes[2 * i + 1], dir));
+        case REPROD_FIXED_MAX_WORDS: {
+            int wide = engine_fixed_element(&f, engine_fixed_word_bits(a->ranks), a->codes[2 * i],
+                                            a->codes[2 * i + 1], dir)
+                           .words;
+            int words = narrow ? reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
+                                                           a->codes[2 * i + 1], dir)
+                               : 0;
+            if (wide > most_wide) most_wide = wide;
+            if (words > most_narrow) most_narrow = words;
             break;
+        }
         case REPROD_FIXED_SPLIT: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
-            int64_t own[REPROD_FIXED_NARROW_MOST];
             int64_t *w = narrow ? own : a->words + i * stride;
             for (uint64_t k = 0; k < stride; k++)
                 w[k] = 0;
@@ -181,7 +184,6 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
         case REPROD_FIXED_ROUND: {
             struct engine_fixed_element e =
                 engine_fixed_element(&f, word_bits, a->codes[2 * i], a->codes[2 * i + 1], dir);
-            int64_t own[REPROD_FIXED_NARROW_MOST];
             for (uint64_t k = 0; narrow && k < stride; k++)
                 own[k] = narrow_words[i * stride + k];
             engine_store_bits(type, a->out, (size_t)i,
@@ -204,6 +206,10 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
         default:
             return;
         }
+    }
+    if (a->stage == REPROD_FIXED_MAX_WORDS && thread < a->elements) { /* one atomic a cell */
+        reprod_fixed_note_words(&a->max_words[0], most_wide);
+        if (narrow) reprod_fixed_note_words(&a->max_words[1], most_narrow);
     }
 }
 

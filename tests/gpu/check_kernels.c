@@ -11,7 +11,7 @@
  * (reprod_engine_fixed_*) and its exact sum, N ranks simulated on the one device (the MAX of
  * the codes and the int64 SUM of the words done on the host, as NCCL would), both layouts, and
  * the readback of the words an element; narrow int32 words: one for the 16-bit types up to 1,024
- * ranks, three for binary64 at 2 - 40.
+ * ranks and for binary32 at 2 and 5, three for binary64 at 2 - 40.
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
@@ -337,11 +337,11 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
 }
 
 /* Narrow words: N simulated ranks of similar magnitudes (4 binades, across a bucket boundary of
- * binary64's), in int32 words of
- * W = 31 - ceil(log2 N) bits where they take fewer bytes than int64 ones (`stride` of them:
- * one for the 16-bit types, three for binary64 at 40 ranks): the probe reads that back, each
- * rank's int32 words, their sum in int32 as NCCL's ncclInt32 would (each word below 2^W), the
- * rounding, bitwise against the engine's exact sum. */
+ * binary64's), in int32 words of W = 31 - ceil(log2 N) bits where they take fewer bytes than
+ * int64 ones (`stride` of them: one for the 16-bit types and for binary32 up to 16 ranks, three
+ * for binary64): the probe reads that back, each rank's int32 words, their sum in int32 as
+ * NCCL's ncclInt32 would (each word below 2^W), the rounding, bitwise against the engine's
+ * exact sum. */
 static void check_narrow_case(handle stream, reprod_type type, reprod_op op, reprod_rounding dir,
                               int ranks, size_t elements, int stride)
 {
@@ -619,10 +619,11 @@ int main(int argc, char **argv)
                     check_fixed_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
                                      fixed_ranks[c], 10007);
                     cases++;
-                    if (t == REPROD_FLOAT32) continue; /* one int64 word: as few bytes */
+                    int n =
+                        reprod_type_size((reprod_type)t) == 2 ? narrow_ranks[c] : fixed_ranks[c];
+                    if (t == REPROD_FLOAT32 && n > 16) continue; /* 27 bits: one word to 16 */
                     check_narrow_case(stream, (reprod_type)t, (reprod_op)op, (reprod_rounding)dir,
-                                      t == REPROD_FLOAT64 ? fixed_ranks[c] : narrow_ranks[c], 4099,
-                                      t == REPROD_FLOAT64 ? 3 : 1);
+                                      n, 4099, t == REPROD_FLOAT64 ? 3 : 1);
                     cases++;
                 }
     check_graph(stream, 8, 1);

@@ -17,10 +17,11 @@
  *   routes count16 N [--exact]     the same in bfloat16, of similar magnitudes (--exact: every
  *                                  997th element of the result checked against MPFR)
  *   routes count64 N [--exact]     the same in binary64, within 4 binades
- *   routes switch16 N              the same as count16, but elements 2^19 .. 2^19 + 63 of the odd
- * ranks 2^40 smaller (no narrow word holds them: the piece around them takes int64 words, the
- * others narrow ones); every 997th element and each of those against MPFR Exit status 1 when an
- * element is wrong (rank 0).
+ *   routes switch16 N              the same as count16, but elements 2^19 .. 2^19 + 63 of the
+ *                                  odd ranks 2^40 smaller (no narrow word holds them: the piece
+ *                                  around them takes int64 words, the others narrow ones); every
+ *                                  997th element and each of those against MPFR
+ * Exit status 1 when an element is wrong (rank 0).
  */
 #include "nccl_test.h"
 

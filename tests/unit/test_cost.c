@@ -188,3 +188,36 @@ Test(cost, the_padded_count_is_bounded)
                           (unsigned long long)count, size, (unsigned long long)handed);
             }
 }
+
+/* NCCL's words where the model takes them (hooks/nccl/nccl_fixed.c's rule: int32 words where 4 K'
+ * bytes are fewer than 8 K), at the edges the docs give for the typical span: shim/native bytes
+ * of 1 MiB, 2 bytes of codes plus the words an element against the type's size. */
+Test(cost, nccls_narrow_words_end_where_the_docs_say)
+{
+    static const struct {
+        reprod_type type;
+        int ranks;
+        double ratio; /* (2 + bytes of words) / size */
+    } edges[] = {
+        {REPROD_FLOAT64, 256, (2 + 3 * 4) / 8.0}, /* three narrow words */
+        {REPROD_FLOAT64, 512, (2 + 2 * 8) / 8.0}, /* four: as many bytes as two int64 */
+        {REPROD_FLOAT16, 4096, (2 + 4) / 2.0},    /* one narrow word */
+        {REPROD_FLOAT16, 8192, (2 + 8) / 2.0},    /* two: one int64 word's bytes */
+        {REPROD_BFLOAT16, 32768, (2 + 4) / 2.0},  /* one narrow word */
+        {REPROD_BFLOAT16, 65536, (2 + 8) / 2.0},  /* two */
+        {REPROD_FLOAT32, 32, (2 + 8) / 4.0},      /* two narrow words: one int64's bytes */
+    };
+    struct reprod_cost_machine machine;
+    reprod_cost_machine_defaults(&machine);
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+        struct reprod_route_call call = call_of(edges[e].ranks, 1 << 20, edges[e].type);
+        call.nccl = 1;
+        struct reprod_cost native, shim;
+        cr_assert_eq(reprod_cost_native(&machine, &call, &native), 0);
+        cr_assert_eq(reprod_cost_route(&machine, &call, REPROD_ROUTE_FIXED, 0, &shim), 0);
+        double ratio = (double)shim.bytes / (double)native.bytes;
+        cr_expect(ratio > 0.999 * edges[e].ratio && ratio < 1.001 * edges[e].ratio,
+                  "type %d at %d ranks: shim/native bytes %.4f, expected %.4f", edges[e].type,
+                  edges[e].ranks, ratio, edges[e].ratio);
+    }
+}
