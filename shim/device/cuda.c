@@ -9,7 +9,6 @@
 #include "device/cuda_driver.h"
 #include "device/cuda_kernel.h"
 #include "device/cuda_kernel_fixed.h"
-#include "runtime/cost.h" /* REPROD_COST_NARROW_MOST */
 #include "runtime/log.h"
 #include "interpose/once.h"
 #include "interpose/resolve.h"
@@ -35,7 +34,6 @@ _Static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
 _Static_assert(REPROD_DEVICE_FIXED_NARROW_MOST == REPROD_FIXED_NARROW_MOST &&
                    REPROD_DEVICE_FIXED_NARROW_NONE == REPROD_FIXED_NARROW_NONE &&
                    REPROD_DEVICE_FIXED_CELLS == REPROD_FIXED_CELLS &&
-                   REPROD_COST_NARROW_MOST == REPROD_FIXED_NARROW_MOST &&
                    REPROD_FIXED_NARROW_MOST < REPROD_FIXED_NARROW_NONE,
                "cuda.h and cuda_kernel_fixed.h bound narrow words alike");
 

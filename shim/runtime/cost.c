@@ -5,6 +5,7 @@
 #include "runtime/cost.h"
 #include "runtime/cost_tally.h"
 
+#include "device/cuda.h" /* reprod_device_fixed_layout: the route's own choice of words */
 #include "engine/engine.h"
 
 #include <stdio.h>
@@ -285,8 +286,9 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
     }
     int k = words > 0 ? words : reprod_cost_typical_words(call->type, n), word_size = 8;
     if (words <= 0 && call->nccl) { /* int32 words where fewer bytes (hooks/nccl/nccl_fixed.c) */
-        int narrow = reprod_cost_typical_narrow_words(call->type, n);
-        if (narrow <= REPROD_COST_NARROW_MOST && 4 * narrow < 8 * k) k = narrow, word_size = 4;
+        int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {
+            k, reprod_cost_typical_narrow_words(call->type, n)};
+        if (reprod_device_fixed_layout(cells, 1, &k)) word_size = 4;
     }
     uint64_t cut = call->nccl            ? NCCL_PIECE_ELEMENTS
                    : m->segment_elements ? m->segment_elements

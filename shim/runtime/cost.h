@@ -79,7 +79,6 @@ int reprod_cost_typical_words(reprod_type type, int ranks);
  * ranks, for bfloat16 up to 32,768, 2 beyond; for binary64 3 up to 256 ranks, 4 beyond); the
  * route takes them where they are fewer bytes than the int64 words (reprod_cost_route). */
 int reprod_cost_typical_narrow_words(reprod_type type, int ranks);
-#define REPROD_COST_NARROW_MOST 8 /* the most narrow words an element (cuda_kernel_fixed.h) */
 
 /* Bytes of one element of `type`. */
 int reprod_cost_type_bytes(reprod_type type);
