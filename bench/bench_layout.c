@@ -5,11 +5,12 @@
  * of its N contributions (engine_fixed_element): one int64 word holds a binary32 element whose
  * contributions lie within 53 - 24 = 29 binades of each other at 1,024 ranks, a narrow int32
  * word a bfloat16 element within 21 - 8 = 13. The MPI route lays out K_e words for each element
- * (reprod_engine_fixed_layout): its bytes follow the average K_e. NCCL's two-pass route writes
- * every element of a piece with the piece's largest K (a stride: the device kernels take no
- * prefix sum), in narrow int32 words where they take fewer bytes: one element in 16 Mi
- * decides for all of them. So what matters for NCCL is the share of elements that need
- * more, raised to the piece's size.
+ * (reprod_engine_fixed_layout): its bytes follow the average K_e. So do NCCL's AllReduce and
+ * Reduce (the device kernels' per-element layout), in one kind of word a piece: narrow int32
+ * ones where every element has them and they take fewer bytes in all. NCCL's ReduceScatter
+ * writes every element of a piece with the piece's largest K (a stride, so that each rank's
+ * block of words is the same size): one element in 16 Mi decides for all of them, so what
+ * matters there is the share of elements that need more, raised to the piece's size.
  *
  * The shapes, element i of rank r: "similar" (one sign, within 4 binades, as the tests' data);
  * "noise" (zero-mean normal: sign-mixed, a few contributions near 0, as a gradient's noise
@@ -87,7 +88,7 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
     const struct engine_format f = engine_format_of(type);
     int word_bits = engine_fixed_word_bits(ranks);
     int32_t most[REPROD_FIXED_CELLS] = {0, 0}; /* as MAX_WORDS finds them */
-    size_t words = 0, more = 0, wide = 0;
+    size_t words = 0, more = 0, wide = 0, narrow_words = 0;
     for (size_t i = 0; i < elements; i++) {
         int k = engine_fixed_element(&f, word_bits, reduced[2 * i], reduced[2 * i + 1],
                                      REPROD_ROUND_NEAREST)
@@ -95,6 +96,7 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
         int narrow = reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
                                                REPROD_ROUND_NEAREST);
         words += (size_t)k;
+        narrow_words += narrow <= REPROD_FIXED_NARROW_MOST ? (size_t)narrow : 0;
         more += k > 1;
         wide += narrow > 1;
         if (k > most[0]) most[0] = k;
@@ -105,10 +107,13 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
     /* A piece of NCCL_PIECE elements holds no such element with probability (1 - share)^P. */
     double clean = share > 0 ? exp(NCCL_PIECE * log1p(-share)) : 1.0;
     double mpi = (2.0 + 8.0 * (double)words / n) / (double)size;
-    double nccl_clean = size == 2 ? (2.0 + 4.0) / 2.0 : (2.0 + 8.0) / 4.0;
-    double nccl_rest = (2.0 + (narrow ? 4.0 : 8.0) * stride) / (double)size;
-    printf("%-8s %6d %-13s %9.2e %8.3f %4d %9.3g %8.2f %8.2f %8.2f\n", name, ranks, shape_names[s],
-           share, (double)words / n, most[0], clean, mpi, nccl_clean, nccl_rest);
+    /* AllReduce's unit: narrow where every element has them and 4 T' < 8 T (TOTAL's rule). */
+    int unit = most[1] <= REPROD_FIXED_NARROW_MOST && 4 * narrow_words < 8 * words;
+    double nccl =
+        (2.0 + (unit ? 4.0 * (double)narrow_words : 8.0 * (double)words) / n) / (double)size;
+    double nccl_stride = (2.0 + (narrow ? 4.0 : 8.0) * stride) / (double)size;
+    printf("%-8s %6d %-13s %9.2e %8.3f %4d %8.2f %8.2f %9.3g %8.2f\n", name, ranks, shape_names[s],
+           share, (double)words / n, most[0], mpi, nccl, clean, nccl_stride);
     free(terms), free(codes), free(reduced), free(mean);
 }
 
@@ -116,14 +121,13 @@ int main(void)
 {
     printf("the fixed route's words for data shapes: share = elements needing more than one word "
            "(binary32: int64; bfloat16: a narrow int32 word); words = int64 words an element "
-           "(K_e, the MPI route's layout); most = the largest K_e; P(piece) = probability that a "
-           "piece of 16 Mi elements (NCCL) has no such element; bytes = shim/native bytes of one "
-           "all-reduce's two passes: MPI (K_e an element), NCCL where a piece has none (one word "
-           "an element), NCCL "
-           "for this data (its widest element's words for every element, int64 or narrow int32 "
-           "ones, the fewer bytes)\n");
-    printf("%-8s %6s %-13s %9s %8s %4s %9s %8s %8s %8s\n", "type", "ranks", "shape", "share",
-           "words", "most", "P(piece)", "MPI", "NCCL one", "NCCL");
+           "(K_e, the MPI route's layout); most = the largest K_e; bytes = shim/native bytes of "
+           "one all-reduce's two passes: MPI (K_e an element), NCCL AllReduce and Reduce (each "
+           "element's own words, int64 or narrow int32 ones, the fewer bytes); P(piece) = "
+           "probability that a piece of 16 Mi elements has no such element; NCCL RS = "
+           "ReduceScatter's bytes for this data (its widest element's words for every element)\n");
+    printf("%-8s %6s %-13s %9s %8s %4s %8s %8s %9s %8s\n", "type", "ranks", "shape", "share",
+           "words", "most", "MPI", "NCCL", "P(piece)", "NCCL RS");
     static const struct {
         int ranks;
         size_t elements;

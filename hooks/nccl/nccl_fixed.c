@@ -5,24 +5,30 @@
  *
  * Two passes (REPROD_ROUTE_FIXED), per piece:
  *   round 1: each rank's byte codes (2 an element), ncclAllReduce(ncclUint8, ncclMax) in place;
- *            then, on the device, the most words any element needs (K), read back to the host in
- *            stream order without waiting (the rounds go on with other communicators meanwhile);
- *   round 2: each rank's words (K an element, element-major), the call's own collective on them
- *            with ncclInt64 and ncclSum in place (AllReduce, ReduceScatter, Reduce), then the
- *            rounding kernel writes the results. Round 1 also says how many int32 words of
- *            W = 31 - ceil(log2 N) bits the elements need: where they take fewer bytes than the
- *            int64 words (one for a 16-bit element within a few binades, where int64 words take
- *            one; three for binary64 up to 256 ranks, where they take two), the words are
+ *            then, on the device, the layout, read back to the host in stream order without
+ *            waiting (the rounds go on with other communicators meanwhile): AllReduce and Reduce
+ *            lay out each element's own words one after another (the per-element layout:
+ *            LAYOUT, GROUPS, TOTAL, OFFSETS; T, the piece's words, comes back); ReduceScatter
+ *            gives every element the most any needs (K, a stride: each rank's block of words
+ *            the same size);
+ *   round 2: each rank's words, the call's own collective on them with ncclInt64 and ncclSum
+ *            in place (AllReduce, ReduceScatter, Reduce), then the rounding kernel writes the
+ *            results. Round 1 also says whether int32 words of W = 31 - ceil(log2 N) bits take
+ *            fewer bytes (one for a 16-bit element within a few binades, where int64 words take
+ *            one; three for binary64 up to 256 ranks, where they take two): then the words are
  *            int32, summed with ncclInt32.
- * AllReduce and Reduce take round 2 in sub-pieces of as many elements as half the scratch holds at
- * K words each: the piece (its codes) can then be as large as the other half holds at 2 bytes an
- * element, not at the most words K can be, so a large message takes a few NCCL calls, not hundreds.
- * K is the same on every rank (the reduced codes are), so every rank issues the same calls.
+ * AllReduce and Reduce take round 2 in sub-pieces of as many words as half the scratch holds
+ * (the words [sub_offset, + C) of the T; an element that straddles two keeps its words so far in
+ * a carry on the device): the piece (its codes) can then be as large as the other half holds at
+ * 2 bytes an element, not at the most words an element can take, so a large message takes a few
+ * NCCL calls, not hundreds. The layout is the same on every rank (the reduced codes are), so
+ * every rank issues the same calls.
  * One pass (REPROD_ROUTE_FIXED_ONE_PASS), where the host cannot read K back (graph capture,
  * nonblocking communicators): the whole range of the type in every element, one int64 sum.
  *
- * Scratch per piece: codes, K, PreMulSum's scaled copy, the words (sized for the one-pass layout,
- * the most K can be; in sub-pieces, half of REPROD_SCRATCH_MB). Pieces keep it within
+ * Scratch per piece: codes, the read-back cells, the per-element layout's blocks, PreMulSum's
+ * scaled copy, the words (sized for the one-pass layout, the most K can be; in sub-pieces, half
+ * of REPROD_SCRATCH_MB). Pieces keep it within
  * REPROD_SCRATCH_MB whatever the rank count.
  */
 #include "nccl/nccl_internal.h"
@@ -74,7 +80,7 @@ static size_t piece_total(const struct nccl_work *w, size_t piece)
 
 /* Where each part of the scratch lies for pieces of `piece` elements. */
 struct fixed_layout {
-    size_t codes, max_words, scaled, words, end;
+    size_t codes, max_words, layout, scaled, words, end;
 };
 
 static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
@@ -83,7 +89,8 @@ static struct fixed_layout layout_for(const struct nccl_work *w, size_t piece)
     struct fixed_layout l;
     l.codes = 0;
     l.max_words = align_up(2 * total);
-    l.scaled = l.max_words + ALIGN_BYTES;
+    l.layout = l.max_words + ALIGN_BYTES;
+    l.scaled = l.layout + (w->per_element ? align_up(reprod_device_fixed_layout_bytes(total)) : 0);
     l.words = l.scaled +
               (w->arithmetic.premul != REPROD_PREMUL_NONE ? align_up(total * w->element_bytes) : 0);
     l.end = l.words + (w->words_bytes ? w->words_bytes
@@ -97,9 +104,14 @@ static size_t word_bytes(const struct nccl_work *w)
     return w->narrow ? sizeof(int32_t) : sizeof(int64_t);
 }
 
-/* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces). */
+/* Elements of the current sub-piece of a piece of `piece` (the whole piece but in sub-pieces);
+ * per-element layout: its words. */
 static size_t sub_now(const struct nccl_work *w, size_t piece)
 {
+    if (w->per_element) {
+        size_t fit = w->words_bytes / word_bytes(w), left = w->word_total - w->sub_offset;
+        return left < fit ? left : fit;
+    }
     if (!w->words_bytes) return piece;
     size_t stride = w->stride > 0 ? (size_t)w->stride : 1; /* the kernel reads back at least 1 */
     size_t fit = w->words_bytes / (stride * word_bytes(w));
@@ -133,6 +145,8 @@ int nccl_fixed_prepare(struct nccl_work *w)
     if (w->route == REPROD_ROUTE_EXCHANGE) return 0;
     w->narrow_probe = w->route == REPROD_ROUTE_FIXED;
     w->narrow = 0;
+    w->per_element = w->route == REPROD_ROUTE_FIXED && w->collective != NCCL_REDUCE_SCATTER;
+    w->word_total = 0, w->sub = 0;
     w->full_words = reprod_engine_fixed_full_words(w->arithmetic.type, w->info.ranks);
     size_t bound = (size_t)reprod_config()->scratch_mb << 20;
     size_t premul = w->arithmetic.premul != REPROD_PREMUL_NONE ? w->element_bytes : 0;
@@ -148,13 +162,21 @@ int nccl_fixed_prepare(struct nccl_work *w)
      * PreMulSum's scaled copy each rounded up to ALIGN_BYTES: one more each). Without
      * sub-pieces the words are in the same bound: K's cell and the codes' and words' rounding. */
     size_t cells = (w->words_bytes ? 1 : 3) + (premul ? 2 : 0);
-    size_t piece = (bound - w->words_bytes - cells * ALIGN_BYTES) / per_element;
+    size_t room = bound - w->words_bytes - cells * ALIGN_BYTES;
+    size_t piece = room / per_element;
+    if (w->per_element) /* and a block's word, 8 bytes every REPROD_FIXED_BLOCK (16) elements */
+        piece =
+            (room - ALIGN_BYTES - reprod_device_fixed_layout_bytes(0)) * 2 / (2 * per_element + 1);
     if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
     if (piece > w->count) piece = w->count;
     if (w->words_bytes) { /* a small call: room for its words at the most K can be, no more */
         size_t most = align_up(piece * (size_t)w->full_words * sizeof(int64_t));
         if (most < w->words_bytes) w->words_bytes = most;
     }
+    /* A sub-piece but the last holds an element's words at the most (its carry's bound); the
+     * per-element layout's blocks take another byte an element at the most. */
+    if (w->words_bytes && w->words_bytes < REPROD_DEVICE_FIXED_WORDS_MOST * sizeof(int64_t))
+        w->words_bytes = align_up(REPROD_DEVICE_FIXED_WORDS_MOST * sizeof(int64_t));
     while (piece > 1 && layout_for(w, piece).end > bound)
         piece -= piece / 8 > 1 ? piece / 8 : 1;
     if (piece == 0 || layout_for(w, piece).end > bound) {
@@ -201,6 +223,11 @@ static struct reprod_device_fixed stage_of(const struct nccl_work *w,
         .words = (int64_t *)(void *)scratch_at(w, l.words),
         .max_words = (int32_t *)(void *)scratch_at(w, l.max_words),
     };
+    if (w->per_element) {
+        s.layout = (uint64_t *)(void *)scratch_at(w, l.layout);
+        s.word_total = w->word_total;
+        s.sub = w->sub;
+    }
     return s;
 }
 
@@ -287,13 +314,23 @@ static void layout_lost(const struct nccl_work *w, const char *why)
 }
 
 /* The piece's layout from round 1's cells: narrow words or int64 ones, and how many an
- * element. */
+ * element (per-element layout: the piece's words T). */
 static void take_stride(struct nccl_work *w, const int32_t *cells)
 {
     if (cells[0] < 0 || cells[0] > w->full_words || cells[1] < 0 ||
         (cells[1] > REPROD_DEVICE_FIXED_NARROW_MOST && cells[1] != REPROD_DEVICE_FIXED_NARROW_NONE))
         layout_lost(w, "read a layout back from the device that no kernel writes");
     w->narrow = reprod_device_fixed_layout(cells, w->narrow_probe, &w->stride);
+    if (!w->per_element) return;
+    int narrow = 0;
+    uint64_t total = reprod_device_fixed_total(cells, &narrow);
+    uint64_t most = (uint64_t)piece_now(w) *
+                    (uint64_t)(narrow ? REPROD_DEVICE_FIXED_NARROW_MOST : w->full_words);
+    if (cells[2] < 0 || cells[2] > 1 || (narrow && !w->narrow_probe) || total > most)
+        layout_lost(w, "read a layout back from the device that no kernel writes");
+    w->narrow = narrow;
+    w->word_total = total;
+    w->sub_offset = 0, w->sub = 0;
 }
 
 int nccl_fixed_waiting(struct nccl_work *w)
@@ -321,6 +358,16 @@ ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
                                       w->comm, w->stream);
     }
     size_t sub = sub_now(w, piece);
+    if (w->per_element) {                 /* the words [sub_offset, + sub) of the piece's */
+        if (sub == 0) return ncclSuccess; /* zeros only: nothing to sum, ROUND alone */
+        struct reprod_device_fixed st = stage_of(w, REPROD_DEVICE_FIXED_SPLIT, piece);
+        st.word_first = w->sub_offset, st.word_end = w->sub_offset + sub;
+        st.terms = w->arithmetic.premul != REPROD_PREMUL_NONE
+                       ? scratch_at(w, layout_for(w, w->piece_elements).scaled)
+                       : (const char *)w->send + w->offset * w->element_bytes;
+        run_stage(w, &st, "the fixed route's split");
+        return sum_words(w, sub, 1);
+    }
     run_terms_stage(w, REPROD_DEVICE_FIXED_SPLIT, sub, w->sub_offset);
     return sum_words(w, sub, w->stride);
 }
@@ -350,15 +397,55 @@ static void read_back_stride(struct nccl_work *w)
     layout_lost(w, "could not read its layout back from the device");
 }
 
+/* The next piece, or the call's end. */
+static void next_piece(struct nccl_work *w, size_t piece)
+{
+    w->sub_offset = 0;
+    w->sub = 0;
+    w->phase = 0;
+    w->offset += piece;
+    if (w->offset >= w->count) nccl_work_finish(w);
+}
+
+/* Per-element layout: round the elements that end in the current sub-piece (and keep the
+ * straddler's words), then the next sub-piece or piece. */
+static void advance_per_element(struct nccl_work *w, size_t piece)
+{
+    size_t sub = sub_now(w, piece);
+    if (w->collective != NCCL_REDUCE || w->info.rank == w->root) {
+        struct reprod_device_fixed s = stage_of(w, REPROD_DEVICE_FIXED_ROUND, piece);
+        s.word_first = w->sub_offset, s.word_end = w->sub_offset + sub;
+        s.out = (char *)w->recv + w->offset * w->element_bytes;
+        run_stage(w, &s, "the fixed route's rounding");
+    }
+    if (w->sub_offset + sub < w->word_total) {
+        w->sub_offset += sub;
+        w->sub++;
+        return;
+    }
+    next_piece(w, piece);
+}
+
 void nccl_fixed_advance(struct nccl_work *w)
 {
     size_t piece = piece_now(w);
     if (w->route == REPROD_ROUTE_FIXED && w->phase == 0) {
-        struct reprod_device_fixed s =
-            stage_of(w, REPROD_DEVICE_FIXED_MAX_WORDS, piece_total(w, piece));
-        run_stage(w, &s, "the fixed route's layout");
+        static const enum reprod_device_fixed_stage per_element[] = {
+            REPROD_DEVICE_FIXED_LAYOUT, REPROD_DEVICE_FIXED_GROUPS, REPROD_DEVICE_FIXED_TOTAL,
+            REPROD_DEVICE_FIXED_OFFSETS};
+        for (int k = 0; k < (w->per_element ? 4 : 1); k++) {
+            struct reprod_device_fixed s =
+                stage_of(w, w->per_element ? per_element[k] : REPROD_DEVICE_FIXED_MAX_WORDS,
+                         piece_total(w, piece));
+            s.narrow = w->narrow_probe;
+            run_stage(w, &s, "the fixed route's layout");
+        }
         read_back_stride(w);
         w->phase = 1;
+        return;
+    }
+    if (w->per_element) {
+        advance_per_element(w, piece);
         return;
     }
     int me = w->info.rank;
@@ -383,10 +470,7 @@ void nccl_fixed_advance(struct nccl_work *w)
         w->sub_offset = first + sub;
         return;
     }
-    w->sub_offset = 0;
-    w->phase = 0;
-    w->offset += piece;
-    if (w->offset >= w->count) nccl_work_finish(w);
+    next_piece(w, piece);
 }
 
 void nccl_fixed_drop(struct nccl_work *w)

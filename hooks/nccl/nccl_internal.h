@@ -139,7 +139,11 @@ struct nccl_work {
     int narrow_probe;        /* two-pass: round 1 asks whether int32 words take fewer bytes */
     int narrow;              /* two-pass: the current piece's words are int32 (read back) */
     size_t words_bytes;      /* two-pass in sub-pieces: the scratch for a sub-piece's words */
-    size_t sub_offset;       /* two-pass in sub-pieces: where the current one starts in the piece */
+    size_t sub_offset;       /* two-pass in sub-pieces: where the current one starts in the piece
+                                (per-element layout: in its words) */
+    int per_element;         /* two-pass: each element takes its own words (AllReduce, Reduce) */
+    uint64_t word_total;     /* per-element layout: the current piece's words (read back) */
+    int sub;                 /* per-element layout: the current sub-piece's index */
     struct nccl_readback *readback; /* two-pass: that number on its way back, or NULL */
     /* Pieces, chosen when the call is made (nccl_work_prepare). */
     size_t element_bytes;

@@ -34,6 +34,7 @@ _Static_assert(sizeof(struct reprod_fixed_args) == REPROD_FIXED_ARGS_BYTES,
 _Static_assert(REPROD_DEVICE_FIXED_NARROW_MOST == REPROD_FIXED_NARROW_MOST &&
                    REPROD_DEVICE_FIXED_NARROW_NONE == REPROD_FIXED_NARROW_NONE &&
                    REPROD_DEVICE_FIXED_CELLS == REPROD_FIXED_CELLS &&
+                   REPROD_DEVICE_FIXED_WORDS_MOST == ENGINE_FIXED_MAX_WORDS &&
                    REPROD_FIXED_NARROW_MOST < REPROD_FIXED_NARROW_NONE,
                "cuda.h and cuda_kernel_fixed.h bound narrow words alike");
 
@@ -456,7 +457,7 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
     if (stage == NULL || reprod_type_size(stage->type) == 0 || stage->ranks < 1 ||
-        (unsigned)stage->stage > REPROD_DEVICE_FIXED_FULL_ROUND ||
+        (unsigned)stage->stage > REPROD_DEVICE_FIXED_OFFSETS ||
         (unsigned)stage->rounding > REPROD_ROUND_DOWN ||
         (stage->op != REPROD_SUM && stage->op != REPROD_AVG))
         return REPROD_CUDA_INVALID_VALUE;
@@ -478,8 +479,23 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     args.words = stage->words;
     args.out = stage->out;
     args.max_words = stage->max_words;
+    args.layout = stage->layout;
+    args.word_first = stage->word_first;
+    args.word_end = stage->word_end;
+    args.word_total = stage->word_total;
+    args.sub = stage->sub;
     struct stage run = {launch_fixed, fixed_on_host, &args, "kernels"};
     return run_stage(d, stream, device, &run);
+}
+
+size_t reprod_device_fixed_layout_bytes(size_t elements)
+{
+    return (size_t)reprod_fixed_layout_size(elements) * sizeof(uint64_t);
+}
+
+uint64_t reprod_device_fixed_total(const int32_t cells[REPROD_DEVICE_FIXED_CELLS], int *narrow)
+{
+    return reprod_fixed_total(cells, narrow);
 }
 
 int reprod_device_fixed_layout(const int32_t cells[REPROD_DEVICE_FIXED_CELLS], int probe,

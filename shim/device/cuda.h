@@ -139,6 +139,10 @@ enum reprod_device_fixed_stage {
     REPROD_DEVICE_FIXED_ROUND,      /* reduced codes, summed words -> out */
     REPROD_DEVICE_FIXED_FULL_SPLIT, /* terms -> whole-range words (`stride` = full words) */
     REPROD_DEVICE_FIXED_FULL_ROUND, /* summed whole-range words -> out */
+    REPROD_DEVICE_FIXED_LAYOUT,     /* reduced codes -> each block's words (per-element) */
+    REPROD_DEVICE_FIXED_GROUPS,     /* blocks' words -> groups' */
+    REPROD_DEVICE_FIXED_TOTAL,      /* groups' -> the unit and T (cells), groups' first words */
+    REPROD_DEVICE_FIXED_OFFSETS,    /* each block's first word */
 };
 
 struct reprod_device_fixed {
@@ -157,14 +161,32 @@ struct reprod_device_fixed {
     int64_t *words;
     void *out;
     int32_t *max_words; /* REPROD_DEVICE_FIXED_CELLS int32 of device memory */
+    /* The per-element layout (AllReduce, Reduce): `layout` is device memory of
+     * reprod_device_fixed_layout_bytes(elements); SPLIT and ROUND with it set take the words
+     * [word_first, word_end) of the piece's word_total (in `words`, from its start), `sub`
+     * the sub-piece's index. NULL: the stride layout. */
+    uint64_t *layout;
+    size_t word_first, word_end, word_total;
+    int sub;
 };
 
-/* MAX_WORDS's cells: the most int64 words an element takes, and with `narrow` set the most
- * narrow (int32) words or REPROD_DEVICE_FIXED_NARROW_NONE; reprod_device_fixed_layout (the
- * kernels' own rule, cuda_kernel_fixed.h) says which words a piece takes. */
-#define REPROD_DEVICE_FIXED_CELLS       2
+/* MAX_WORDS's cells (and LAYOUT's): the most int64 words an element takes, and with `narrow`
+ * set the most narrow (int32) words or REPROD_DEVICE_FIXED_NARROW_NONE;
+ * reprod_device_fixed_layout (the kernels' own rule, cuda_kernel_fixed.h) says which words a
+ * piece takes. TOTAL's: the per-element layout's unit and T, read by
+ * reprod_device_fixed_total. */
+#define REPROD_DEVICE_FIXED_CELLS       5
 #define REPROD_DEVICE_FIXED_NARROW_MOST 8
 #define REPROD_DEVICE_FIXED_NARROW_NONE 255
+/* The most words an element takes (int64 ones): a sub-piece but the last holds at least this
+ * many. */
+#define REPROD_DEVICE_FIXED_WORDS_MOST 54
+
+/* Bytes of the per-element layout's array for a piece of `elements` elements. */
+size_t reprod_device_fixed_layout_bytes(size_t elements);
+
+/* The per-element layout's T, in narrow words (*narrow = 1) or int64 ones. */
+uint64_t reprod_device_fixed_total(const int32_t cells[REPROD_DEVICE_FIXED_CELLS], int *narrow);
 
 /* 1 where the piece takes narrow words, *stride of them an element; else 0, *stride int64
  * words an element. `probe`: MAX_WORDS ran with `narrow` set. */

@@ -225,7 +225,7 @@ int reprod_cuda_host_scratch_release(const struct reprod_cuda_driver *d, CUstrea
 /* ---- The fixed-point route's stages on the host ------------------------------------------ */
 
 /* The arrays a stage reads or writes, in the order they are staged. */
-enum { AREA_TERMS, AREA_CODES, AREA_WORDS, AREA_OUT, AREA_MAX_WORDS, AREAS };
+enum { AREA_TERMS, AREA_CODES, AREA_WORDS, AREA_OUT, AREA_LAYOUT, AREA_MAX_WORDS, AREAS };
 
 struct fixed_job {
     struct staging *staging;
@@ -242,6 +242,8 @@ static void *area_address(const struct reprod_fixed_args *a, int area)
     case AREA_CODES: return a->codes;
     case AREA_WORDS: return a->words;
     case AREA_OUT: return a->out;
+    case AREA_LAYOUT:
+        return a->layout;
     default: return a->max_words;
     }
 }
@@ -252,21 +254,34 @@ static int fixed_areas(struct fixed_job *job)
     const struct reprod_fixed_args *a = &job->device;
     size_t n = (size_t)a->elements, size = reprod_type_size((reprod_type)a->type);
     size_t stride = (size_t)(a->stride > 0 ? a->stride : 1);
-    static const unsigned reads[] = {1u << AREA_TERMS, (1u << AREA_CODES) | (1u << AREA_MAX_WORDS),
-                                     (1u << AREA_TERMS) | (1u << AREA_CODES),
-                                     (1u << AREA_CODES) | (1u << AREA_WORDS), 1u << AREA_TERMS,
-                                     1u << AREA_WORDS};
-    static const unsigned writes[] = {(1u << AREA_CODES) | (1u << AREA_MAX_WORDS),
-                                      1u << AREA_MAX_WORDS, 1u << AREA_WORDS, 1u << AREA_OUT,
-                                      1u << AREA_WORDS, 1u << AREA_OUT};
-    if (size == 0 || a->stage < 0 || a->stage > REPROD_FIXED_FULL_ROUND) return 0;
+    const unsigned terms = 1u << AREA_TERMS, codes = 1u << AREA_CODES, words = 1u << AREA_WORDS,
+                   out = 1u << AREA_OUT, layout = 1u << AREA_LAYOUT, cells = 1u << AREA_MAX_WORDS;
+    const unsigned reads[] = {terms,          codes | cells, terms | codes,          codes | words,
+                              terms,          words,         codes | cells | layout, layout,
+                              layout | cells, layout | cells};
+    const unsigned writes[] = {codes | cells,  cells,  words,          out,   words, out,
+                               layout | cells, layout, layout | cells, layout};
+    if (size == 0 || a->stage < 0 || a->stage > REPROD_FIXED_OFFSETS) return 0;
     if (stride > SIZE_MAX / 16 / (n + 1)) return 0;
     job->reads = reads[a->stage], job->writes = writes[a->stage];
+    int per_element = a->layout != NULL;
+    if (per_element && (a->stage == REPROD_FIXED_SPLIT || a->stage == REPROD_FIXED_ROUND)) {
+        /* the layout's blocks and carries, the sub-piece's words only; ROUND writes the
+         * results of the elements that end in the sub-piece, so the others are staged in to be
+         * copied back as they were */
+        if (a->word_end < a->word_first || a->word_end - a->word_first > SIZE_MAX / 16) return 0;
+        job->reads |= layout | (a->stage == REPROD_FIXED_ROUND ? out : 0u);
+        job->writes |= layout;
+        job->bytes[AREA_WORDS] =
+            (size_t)(a->word_end - a->word_first) * (a->narrow ? sizeof(int32_t) : sizeof(int64_t));
+    } else {
+        job->bytes[AREA_WORDS] =
+            n * stride * (reprod_fixed_narrow(a) ? sizeof(int32_t) : sizeof(int64_t));
+    }
     job->bytes[AREA_TERMS] = n * size;
     job->bytes[AREA_CODES] = 2 * n;
-    job->bytes[AREA_WORDS] =
-        n * stride * (reprod_fixed_narrow(a) ? sizeof(int32_t) : sizeof(int64_t));
     job->bytes[AREA_OUT] = n * size;
+    job->bytes[AREA_LAYOUT] = (size_t)reprod_fixed_layout_size(n) * sizeof(uint64_t);
     job->bytes[AREA_MAX_WORDS] = REPROD_FIXED_CELLS * sizeof(int32_t);
     size_t at = 0;
     for (int area = 0; area < AREAS; area++) {
@@ -314,6 +329,8 @@ int reprod_cuda_fixed_on_host(const struct reprod_cuda_driver *d, CUstream strea
     job->host.codes = base + job->offset[AREA_CODES];
     job->host.words = (int64_t *)(void *)(base + job->offset[AREA_WORDS]);
     job->host.out = base + job->offset[AREA_OUT];
+    if (args->layout) /* NULL: the stride layout, which the kernel tells by it */
+        job->host.layout = (uint64_t *)(void *)(base + job->offset[AREA_LAYOUT]);
     job->host.max_words = (int32_t *)(void *)(base + job->offset[AREA_MAX_WORDS]);
     CUresult rc = CUDA_SUCCESS;
     job->host.terms_block = 0; /* staged contiguous */

@@ -353,8 +353,9 @@ CUresult reprod_cuda_launch_fixed(const struct reprod_cuda_driver *d, CUcontext 
     }
     struct reprod_fixed_args copy = *args;
     void *parameters[1] = {&copy};
-    CUresult rc = d->launch_kernel(slot->fixed, grid_blocks(copy.elements, slot->max_blocks), 1, 1,
-                                   BLOCK_THREADS, 1, 1, 0, stream, parameters, NULL);
+    CUresult rc =
+        d->launch_kernel(slot->fixed, grid_blocks(reprod_fixed_threads(&copy), slot->max_blocks), 1,
+                         1, BLOCK_THREADS, 1, 1, 0, stream, parameters, NULL);
     if (rc != CUDA_SUCCESS) *why = "launch-failed";
     return rc;
 }

@@ -11,7 +11,8 @@
  * (reprod_engine_fixed_*) and its exact sum, N ranks simulated on the one device (the MAX of
  * the codes and the int64 SUM of the words done on the host, as NCCL would), both layouts, and
  * the readback of the words an element; narrow int32 words: one for the 16-bit types up to 1,024
- * ranks and for binary32 at 2 and 5, three for binary64 at 2 - 40.
+ * ranks and for binary32 at 2 and 5, three for binary64 at 2 - 40; the per-element layout
+ * (each element its own words, in sub-pieces that elements straddle).
  * Exit status 0 when all match and the kernels ran; with --any-path (CUDA_FORCE_PTX_JIT=1
  * runs), 0 when all match whichever path ran. 77 without a driver.
  */
@@ -193,8 +194,8 @@ static void check_case(handle stream, reprod_type type, reprod_op op, reprod_rou
 static void readback_arrived(void *owner, const int32_t *cells)
 {
     int32_t *cell = owner;
-    cell[0] = cells[0], cell[1] = cells[1];
-    cell[2] = 1;
+    memcpy(cell, cells, REPROD_DEVICE_FIXED_CELLS * sizeof *cell);
+    cell[REPROD_DEVICE_FIXED_CELLS] = 1;
 }
 
 /* Copy `bytes` to the host after the stream's work. */
@@ -291,14 +292,14 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     /* the most words an element, read back in stream order */
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-    int32_t cell[3] = {0, 0, 0};
+    int32_t cell[REPROD_DEVICE_FIXED_CELLS + 1] = {0}; /* and whether they came */
     CHECK(reprod_cuda_readback(stream, DEVICE, stage.max_words, readback_arrived, cell));
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
     reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
     int most = 1;
     for (size_t i = 0; i < elements; i++)
         if ((int)(offsets[i + 1] - offsets[i]) > most) most = (int)(offsets[i + 1] - offsets[i]);
-    if (!cell[2] || cell[0] != most)
+    if (!cell[REPROD_DEVICE_FIXED_CELLS] || cell[0] != most)
         fixed_mismatch("the words an element read back", type, op, dir, ranks);
     { /* the narrow probe: random bits hold infinities and NaNs, so int64 words */
         int stride = 0;
@@ -336,6 +337,55 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     free(words), free(sums), free(offsets), free(pointers);
 }
 
+/* The engine's exact sum of N ranks' contributions, one after another in `host`. */
+static void exact_sum(reprod_type type, reprod_op op, reprod_rounding dir, const void *host,
+                      int ranks, size_t elements, void *out)
+{
+    const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
+    for (int k = 0; k < ranks; k++)
+        pointers[k] = (const char *)host + (size_t)k * reprod_type_size(type) * elements;
+    CHECK(reprod_reduce_exact(type, op, dir, pointers, ranks, elements, out));
+    free(pointers);
+}
+
+/* N ranks' contributions of similar magnitudes: 4 binades, across a bucket boundary of
+ * binary64's; with `far`, every 1,000th element of the odd ranks 2^30 smaller (not binary16,
+ * whose range is too short). */
+static void fill_similar(reprod_type type, void *host, size_t elements, int ranks, int far)
+{
+    size_t size = reprod_type_size(type);
+    int exponent_bits = type == REPROD_BFLOAT16 || type == REPROD_FLOAT32 ? 8
+                        : type == REPROD_FLOAT64                          ? 11
+                                                                          : 5;
+    int fraction_bits = (int)(8 * size) - 1 - exponent_bits;
+    int middle = 1 << (exponent_bits - 1);
+    for (size_t i = 0; i < elements * (size_t)ranks; i++) {
+        uint64_t r = next_random();
+        int apart = far && (i / elements) % 2 && (i % elements) % 1000 == 7 && exponent_bits > 5;
+        uint64_t field = (uint64_t)(middle - 2 + (int)((r >> 1) % 4) - (apart ? 30 : 0));
+        uint64_t bits = (r & 1) << (8 * size - 1) | field << fraction_bits |
+                        ((next_random() >> 8) & (((uint64_t)1 << fraction_bits) - 1));
+        memcpy((unsigned char *)host + i * size, &bits, size); /* little-endian: the low bytes */
+    }
+}
+
+/* Each simulated rank's codes (the CODES stage), their MAX into max_codes as the library's
+ * ncclMax would, and that back in the stage's codes. */
+static void reduced_codes(handle stream, struct reprod_device_fixed *stage, const void *terms,
+                          uint8_t *codes, uint8_t *max_codes)
+{
+    size_t elements = stage->elements;
+    for (int k = 0; k < stage->ranks; k++) {
+        stage->stage = REPROD_DEVICE_FIXED_CODES;
+        stage->terms = rank_terms(stage, terms, k);
+        CHECK(reprod_cuda_fixed(stream, DEVICE, stage));
+        fetch(codes, stage->codes, 2 * elements, stream);
+        for (size_t i = 0; i < 2 * elements; i++)
+            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
+    }
+    CHECK(reprod_cuda_copy_async(stage->codes, max_codes, 2 * elements, stream, DEVICE));
+}
+
 /* Narrow words: N simulated ranks of similar magnitudes (4 binades, across a bucket boundary of
  * binary64's), in int32 words of W = 31 - ceil(log2 N) bits where they take fewer bytes than
  * int64 ones (`stride` of them: one for the 16-bit types and for binary32 up to 16 ranks, three
@@ -346,24 +396,13 @@ static void check_narrow_case(handle stream, reprod_type type, reprod_op op, rep
                               int ranks, size_t elements, int stride)
 {
     size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
-    int exponent_bits = type == REPROD_BFLOAT16 || type == REPROD_FLOAT32 ? 8
-                        : type == REPROD_FLOAT64                          ? 11
-                                                                          : 5;
-    int fraction_bits = (int)(8 * size) - 1 - exponent_bits;
-    int middle = 1 << (exponent_bits - 1);
     size_t words_bytes = 4 * elements * (size_t)stride;
     unsigned char *host = malloc(bytes), *want = malloc(size * elements),
                   *got = malloc(size * elements);
     uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1);
     int32_t *words = malloc(words_bytes);
     int64_t *sums = calloc(elements * (size_t)stride, sizeof *sums);
-    for (size_t i = 0; i < elements * (size_t)ranks; i++) {
-        uint64_t r = next_random();
-        uint64_t field = (uint64_t)(middle - 2 + (int)((r >> 1) % 4)); /* binary64: 2 buckets */
-        uint64_t bits = (r & 1) << (8 * size - 1) | field << fraction_bits |
-                        ((next_random() >> 8) & (((uint64_t)1 << fraction_bits) - 1));
-        memcpy(host + i * size, &bits, size); /* little-endian: the low bytes */
-    }
+    fill_similar(type, host, elements, ranks, 0);
     const void **pointers = malloc(sizeof(void *) * (size_t)ranks);
     for (int k = 0; k < ranks; k++)
         pointers[k] = host + (size_t)k * elements * size;
@@ -371,17 +410,10 @@ static void check_narrow_case(handle stream, reprod_type type, reprod_op op, rep
     struct reprod_device_fixed stage =
         fixed_areas(stream, type, op, dir, ranks, elements, words_bytes, host);
     const void *terms = stage.terms;
-    for (int k = 0; k < ranks; k++) {
-        stage.terms = rank_terms(&stage, terms, k);
-        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(codes, stage.codes, 2 * elements, stream);
-        for (size_t i = 0; i < 2 * elements; i++)
-            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
-    }
-    CHECK(reprod_cuda_copy_async(stage.codes, max_codes, 2 * elements, stream, DEVICE));
+    reduced_codes(stream, &stage, terms, codes, max_codes);
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS, stage.narrow = 1;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-    int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0, 0};
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0};
     fetch(cells, stage.max_words, sizeof cells, stream);
     int taken = 0, narrow = reprod_device_fixed_layout(cells, 1, &taken);
     if (!narrow || taken != stride)
@@ -412,6 +444,93 @@ static void check_narrow_case(handle stream, reprod_type type, reprod_op op, rep
     fixed_areas_free(stream, &stage, terms);
     free(host), free(want), free(got), free(codes), free(max_codes), free(words), free(sums);
     free(pointers);
+}
+
+/* The per-element layout (AllReduce, Reduce): N simulated ranks, adversarial data (`similar`
+ * 0: random bits, infinities and NaNs among them, so int64 words) or similar magnitudes with
+ * every 1,000th element of the odd ranks 2^30 smaller (narrow words for the 16-bit types, a few
+ * elements more of them). LAYOUT, GROUPS, TOTAL and OFFSETS on the device over more than one
+ * group; T read back against the engine's own layout (int64 words) or the narrow words' count;
+ * the words in sub-pieces of `capacity` words (elements straddle them), summed as NCCL would,
+ * the rounding, bitwise against the engine's exact sum. */
+static void check_per_element_case(handle stream, reprod_type type, reprod_op op,
+                                   reprod_rounding dir, int ranks, size_t elements, int similar,
+                                   size_t capacity)
+{
+    size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
+    unsigned char *host = malloc(bytes), *want = malloc(size * elements),
+                  *got = malloc(size * elements);
+    uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1);
+    int64_t *words = malloc(8 * capacity), *sums = malloc(8 * capacity);
+    size_t *offsets = malloc(sizeof *offsets * (elements + 1));
+    if (similar) {
+        fill_similar(type, host, elements, ranks, 1);
+    } else {
+        fill(type, host, elements, ranks);
+    }
+    exact_sum(type, op, dir, host, ranks, elements, want);
+    struct reprod_device_fixed stage =
+        fixed_areas(stream, type, op, dir, ranks, elements, 8 * capacity, host);
+    void *layout = NULL;
+    CHECK(reprod_cuda_scratch_alloc(&layout, reprod_device_fixed_layout_bytes(elements), stream,
+                                    DEVICE));
+    const void *terms = stage.terms;
+    reduced_codes(stream, &stage, terms, codes, max_codes);
+    stage.layout = layout, stage.narrow = 1;
+    for (int s = REPROD_DEVICE_FIXED_LAYOUT; s <= REPROD_DEVICE_FIXED_OFFSETS; s++) {
+        stage.stage = (enum reprod_device_fixed_stage)s;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+    }
+    int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0};
+    fetch(cells, stage.max_words, sizeof cells, stream);
+    int narrow = 0;
+    uint64_t total = reprod_device_fixed_total(cells, &narrow);
+    reprod_engine_fixed_layout(type, ranks, dir, max_codes, elements, offsets);
+    int sixteen = size == 2;
+    if ((!narrow && total != offsets[elements]) || (narrow && total < elements) ||
+        (similar && sixteen && ranks <= 1024 && (!narrow || total >= elements + elements / 100)) ||
+        (!similar && narrow))
+        fixed_mismatch("the per-element layout's T", type, op, dir, ranks);
+    stage.narrow = narrow, stage.word_total = total;
+    size_t unit = narrow ? 4 : 8;
+    int64_t bound =
+        (int64_t)1 << (31 - (ranks > 1 ? 64 - __builtin_clzll((uint64_t)ranks - 1) : 0));
+    uint64_t w0 = 0;
+    int sub = 0;
+    do {
+        uint64_t w1 = total - w0 < capacity ? total : w0 + capacity;
+        size_t count = (size_t)(w1 - w0);
+        stage.word_first = w0, stage.word_end = w1, stage.sub = sub++;
+        memset(sums, 0, 8 * capacity);
+        for (int k = 0; k < ranks && count > 0; k++) {
+            stage.stage = REPROD_DEVICE_FIXED_SPLIT;
+            stage.terms = rank_terms(&stage, terms, k);
+            CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+            fetch(words, stage.words, unit * count, stream);
+            for (size_t i = 0; i < count; i++) {
+                int64_t v = narrow ? ((int32_t *)(void *)words)[i] : words[i];
+                if (narrow && (v <= -bound || v >= bound))
+                    fixed_mismatch("a narrow word past 2^W", type, op, dir, ranks);
+                sums[i] += v;
+            }
+        }
+        for (size_t i = 0; narrow && i < count; i++)
+            ((int32_t *)(void *)words)[i] = (int32_t)sums[i];
+        CHECK(reprod_cuda_copy_async(stage.words, narrow ? (void *)words : (void *)sums,
+                                     unit * count, stream, DEVICE));
+        stage.stage = REPROD_DEVICE_FIXED_ROUND;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
+        CHECK(reprod_cuda_stream_sync(stream, DEVICE)); /* the copy has read sums */
+        w0 = w1;
+    } while (w0 < total);
+    fetch(got, stage.out, size * elements, stream);
+    if (memcmp(want, got, size * elements) != 0)
+        fixed_mismatch(similar ? "per-element layout, similar" : "per-element layout", type, op,
+                       dir, ranks);
+    reprod_cuda_scratch_free(layout, stream, DEVICE);
+    fixed_areas_free(stream, &stage, terms);
+    free(host), free(want), free(got), free(codes), free(max_codes), free(words), free(sums);
+    free(offsets);
 }
 
 /* A captured reduction replayed twice on different data. */
@@ -626,6 +745,14 @@ int main(int argc, char **argv)
                                       n, 4099, t == REPROD_FLOAT64 ? 3 : 1);
                     cases++;
                 }
+    for (int t = 0; t < 4; t++) /* more than one group of blocks; sub-pieces of 61 and 4,099 */
+        for (int dir = 0; dir < 4; dir++)
+            for (int similar = 0; similar < 2; similar++) {
+                check_per_element_case(stream, (reprod_type)t, (reprod_op)(dir % 2),
+                                       (reprod_rounding)dir, similar ? 40 : 5, 20011, similar,
+                                       dir < 2 ? 61 : 4099);
+                cases++;
+            }
     check_graph(stream, 8, 1);
     check_graph(stream, 40, 0); /* the host path, captured */
     check_graph(stream, 40, 1);

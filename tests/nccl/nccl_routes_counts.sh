@@ -85,18 +85,27 @@ narrow bfloat16 count16 524288 3 "one int32 word an element"
 # words would be 2.25x).
 narrow float64 count64 131072 1.75 "three int32 words an element"
 
-# One call whose pieces switch layout: REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of
-# 262,016 elements (half a MiB of codes), and the odd ranks' elements 2^19 .. 2^19 + 63, in the
-# third piece, are 2^40 smaller than the even ranks': that piece takes int64 words (one an
-# element), the pieces before and after it narrow ones. Every element there and every 997th
-# elsewhere as MPFR rounds the exact sum; the bytes are those of similar data plus one piece's
-# words at 8 bytes instead of 4 (between half and one and a half of it: neither every piece narrow
-# nor the pieces after it left wide).
+# Each element takes its own words (the per-element layout), so a few far-apart elements cost
+# their own words only. apart TYPE SIMILAR FAR ELEMENTS EXTRA WHAT: the bytes of ELEMENTS of
+# scenario FAR must be those of SIMILAR plus EXTRA words' bytes through the ring, EXTRA x 2 (N -
+# 1) / N (within 10%; a piece's widest element for all of them, the stride layout, would add a
+# MiB and more), in as many messages; FAR's far-apart elements, and every 997th, as MPFR rounds
+# them (the scenario checks).
 args=(-x NCCL_ALGO=Ring -x REPROD_SCRATCH_MB=1 -x LD_PRELOAD="$PRELOAD" -x REPROD_ROUTE=fixed "$program")
-counts narrow.pieces $BIG "${args[@]}" count16 1048576 --exact
-counts switch.pieces $BIG "${args[@]}" switch16 1048576
-paste -d' ' "$out/narrow.pieces" "$out/switch.pieces" |
-    awk -v n=$BIG 'BEGIN { piece = 2 * (n - 1) / n * 262016 * 4 }
-        $7 - $3 < 0.5 * piece || $7 - $3 > 1.5 * piece { print; exit 1 }' >"$out/bad" ||
-    fail "np=$BIG 2 MiB of bfloat16 in pieces, one of them wide: rank, similar data's messages bytes peers, with the far-apart elements: $(cat "$out/bad")"
-ok "np=$BIG 2 MiB of bfloat16 in pieces of 262,016 elements, the third of them wide: every element checked as MPFR's, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/narrow.pieces") -> $(awk '$1 == 1 {print $3}' "$out/switch.pieces") (one piece's words at 8 bytes, not 4)"
+apart() {
+    local type=$1 similar=$2 far=$3 elements=$4 extra=$5 what=$6
+    counts similar.$type $BIG "${args[@]}" "$similar" "$elements" --exact
+    counts far.$type $BIG "${args[@]}" "$far" "$elements"
+    paste -d' ' "$out/similar.$type" "$out/far.$type" |
+        awk -v n=$BIG -v e="$extra" 'BEGIN { extra = 2 * (n - 1) / n * e }
+            $7 - $3 < 0.9 * extra || $7 - $3 > 1.1 * extra || $6 != $2 { print; exit 1 }' >"$out/bad" ||
+        fail "np=$BIG $elements elements of $type, $what: rank, similar data's messages bytes peers, with them: $(cat "$out/bad")"
+    ok "np=$BIG $elements elements of $type, $what: every one of them as MPFR rounds it, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/similar.$type") -> $(awk '$1 == 1 {print $3}' "$out/far.$type") (their own words only)"
+}
+# REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of about 2^18 elements; the odd ranks'
+# elements 2^19 .. 2^19 + 63, in the third piece, are 2^40 smaller than the even ranks': each of
+# those 64 takes two narrow words, every other element one.
+apart bfloat16 count16 switch16 1048576 $((64 * 4)) "64 far apart in pieces"
+# binary32's similar elements take one int64 word (two narrow ones would take as many bytes);
+# every 1,024th element of the odd ranks is 2^60 smaller: 256 of 262,144 take two.
+apart float32 count32 sparse32 262144 $((256 * 8)) "256 far apart"

@@ -18,9 +18,13 @@
  *                                  997th element of the result checked against MPFR)
  *   routes count64 N [--exact]     the same in binary64, within 4 binades
  *   routes switch16 N              the same as count16, but elements 2^19 .. 2^19 + 63 of the
- *                                  odd ranks 2^40 smaller (no narrow word holds them: the piece
- *                                  around them takes int64 words, the others narrow ones); every
- *                                  997th element and each of those against MPFR
+ *                                  odd ranks 2^40 smaller (one narrow word does not hold them:
+ *                                  they take two, every other element one); every 997th element
+ *                                  and each of those against MPFR
+ *   routes count32 N [--exact]     the same in binary32, within 4 binades (one int64 word)
+ *   routes sparse32 N              as count32, but every 1,024th element (i % 1024 == 5) of the
+ *                                  odd ranks 2^60 smaller: those take two int64 words, the others
+ *                                  one; every 997th element and each of those against MPFR
  * Exit status 1 when an element is wrong (rank 0).
  */
 #include "nccl_test.h"
@@ -236,8 +240,34 @@ static uint64_t similar_f64(int r, size_t i)
     return (bits & 0x800fffffffffffffull) | (uint64_t)(1024 + ((bits >> 52) & 3)) << 52;
 }
 
+/* The same in binary32. */
+static uint64_t similar_f32(int r, size_t i)
+{
+    float v = test_contribution(1, r, i);
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return (bits & 0x807fffffu) | (uint32_t)(127 + ((bits >> 23) & 3)) << 23;
+}
+
 #define SWITCH_FIRST    ((size_t)1 << 19)
 #define SWITCH_ELEMENTS 64
+#define SPARSE_EVERY    1024
+#define SPARSE_AT       5
+
+/* The elements the scenarios below move far apart (all checked against MPFR with --exact). */
+static int far_element(size_t i)
+{
+    return i - SWITCH_FIRST < SWITCH_ELEMENTS || i % SPARSE_EVERY == SPARSE_AT;
+}
+
+/* As similar_f32, but every SPARSE_EVERY-th element of the odd ranks 2^60 smaller: 88 bits
+ * from the largest term's top to the smallest's last, past one int64 word's W (at most 62). */
+static uint64_t sparse_f32(int r, size_t i)
+{
+    uint64_t v = similar_f32(r, i);
+    if (r % 2 && i % SPARSE_EVERY == SPARSE_AT) v -= (uint64_t)60 << 23; /* the exponent field */
+    return v;
+}
 
 /* As similar_bf16, but the odd ranks' elements SWITCH_FIRST .. + SWITCH_ELEMENTS - 1 are 2^40
  * smaller: 40 binades and more apart, past any narrow word's W (31 - ceil(log2 N) bits less
@@ -249,9 +279,9 @@ static uint64_t switching_bf16(int r, size_t i)
     return v;
 }
 
-/* One ncclAllReduce of N elements of `term_of` (bfloat16 or binary64), nothing else
- * (the fixed route's narrow words); with `exact`, every 997th element of the result, and those
- * switching_bf16 makes far apart, checked against MPFR. */
+/* One ncclAllReduce of N elements of `term_of` (bfloat16, binary32 or binary64), nothing else
+ * (the fixed route's layout); with `exact`, every 997th element of the result, and those
+ * switching_bf16 and sparse_f32 make far apart, checked against MPFR. */
 static void count_similar(ncclComm_t comm, cudaStream_t stream, reprod_type t, size_t count,
                           int exact, uint64_t (*term_of)(int r, size_t i))
 {
@@ -261,12 +291,14 @@ static void count_similar(ncclComm_t comm, cudaStream_t stream, reprod_type t, s
     for (size_t i = 0; i < count; i++)
         store(t, host, i, term_of(rank, i));
     CHECK_CUDA(cudaMemcpy(data, host, count * size, cudaMemcpyHostToDevice));
-    CHECK_NCCL(ncclAllReduce(data, data, count, t == REPROD_FLOAT64 ? ncclFloat64 : ncclBfloat16,
-                             ncclSum, comm, stream));
+    ncclDataType_t dt = t == REPROD_FLOAT64   ? ncclFloat64
+                        : t == REPROD_FLOAT32 ? ncclFloat32
+                                              : ncclBfloat16;
+    CHECK_NCCL(ncclAllReduce(data, data, count, dt, ncclSum, comm, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
     CHECK_CUDA(cudaMemcpy(host, data, count * size, cudaMemcpyDeviceToHost));
     for (size_t i = 0; exact && i < count; i++) {
-        if (i % 997 != 0 && i - SWITCH_FIRST >= SWITCH_ELEMENTS) continue;
+        if (i % 997 != 0 && !far_element(i)) continue;
         uint64_t terms[ORACLE_MAX_TERMS];
         for (int r = 0; r < ranks; r++)
             terms[r] = term_of(r, i);
@@ -286,7 +318,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: routes spread|group|graph|count N|count16 N [--exact]|count64 N [--exact]|"
-                "switch16 N "
+                "switch16 N|count32 N [--exact]|sparse32 N "
                 "[--rounding R]\n");
         return 2;
     }
@@ -325,6 +357,12 @@ int main(int argc, char **argv)
         else if (strcmp(scenario, "switch16") == 0 && i + 1 < argc)
             count_similar(comm, stream, REPROD_BFLOAT16, (size_t)strtoull(argv[++i], NULL, 10), 1,
                           switching_bf16);
+        else if (strcmp(scenario, "count32") == 0 && i + 1 < argc)
+            count_similar(comm, stream, REPROD_FLOAT32, (size_t)strtoull(argv[++i], NULL, 10),
+                          exact, similar_f32);
+        else if (strcmp(scenario, "sparse32") == 0 && i + 1 < argc)
+            count_similar(comm, stream, REPROD_FLOAT32, (size_t)strtoull(argv[++i], NULL, 10), 1,
+                          sparse_f32);
         else
             continue; /* --rounding R, --exact */
         long totals[2] = {cases, wrong}, sums[2];

@@ -78,10 +78,10 @@ size_t standin_kernel_pointers(const char *name, const void *param, const void *
     if (strcmp(name, REPROD_KERNEL_FIXED_NAME) == 0) {
         struct reprod_fixed_args fixed;
         memcpy(&fixed, param, sizeof fixed);
-        const void *fixed_areas[5] = {fixed.terms, fixed.codes, fixed.words, fixed.out,
-                                      fixed.max_words};
+        const void *fixed_areas[6] = {fixed.terms, fixed.codes,     fixed.words,
+                                      fixed.out,   fixed.max_words, fixed.layout};
         size_t count = 0;
-        for (size_t i = 0; i < 5 && count < max; i++)
+        for (size_t i = 0; i < 6 && count < max; i++)
             if (fixed_areas[i] != NULL) pointers[count++] = fixed_areas[i];
         return count;
     }

@@ -305,6 +305,76 @@ static int narrow_width(int n)
     return 31 - c;
 }
 
+/* Rank k's terms of the case into `terms`, as the kernels read a rank's input. */
+static void rank_terms(const struct tcase *c, int k, unsigned char *terms)
+{
+    size_t size = tf_size(c->type);
+    for (size_t i = 0; i < c->count; i++)
+        memcpy(terms + i * size, &c->terms[(size_t)k * c->count + i], size);
+}
+
+/* Round 1: each rank's codes (CODES into `own`) and their MAX into `codes`, as the library's
+ * ncclMax would; then a->codes points at them. */
+static void reduced_codes(const struct tcase *c, struct reprod_fixed_args *a, unsigned char *terms,
+                          uint8_t *own, uint8_t *codes, uint64_t threads)
+{
+    for (int k = 0; k < c->n; k++) {
+        rank_terms(c, k, terms);
+        a->codes = own;
+        fixed_stage(a, REPROD_FIXED_CODES, threads);
+        for (size_t j = 0; j < 2 * c->count; j++)
+            if (own[j] > codes[j]) codes[j] = own[j];
+    }
+    a->codes = codes;
+}
+
+/* Round 2: every rank's `words` words (SPLIT into own_words), summed into `sums` as the library
+ * would; narrow words must each be below 2^W and their sums within int32 (what ncclInt32
+ * carries), and come back in sums32. */
+static void summed_words(const struct tcase *c, struct reprod_fixed_args *a, unsigned char *terms,
+                         uint64_t threads, size_t words, int64_t *own_words, int64_t *sums,
+                         int32_t *sums32)
+{
+    int64_t bound = 1ll << narrow_width(c->n); /* 2^W of the narrow words */
+    memset(sums, 0, words * sizeof *sums);
+    for (int k = 0; k < c->n && words > 0; k++) {
+        rank_terms(c, k, terms);
+        memset(own_words, 0x5a, words * sizeof *own_words); /* every word written */
+        a->words = own_words;
+        fixed_stage(a, REPROD_FIXED_SPLIT, threads);
+        for (size_t j = 0; j < words; j++) {
+            int64_t v = a->narrow ? ((int32_t *)own_words)[j] : own_words[j];
+            if (a->narrow)
+                cr_assert(v > -bound && v < bound, "word %lld, W %d", (long long)v,
+                          narrow_width(c->n));
+            sums[j] += v;
+        }
+    }
+    for (size_t j = 0; a->narrow && j < words; j++) {
+        cr_assert(sums[j] >= INT32_MIN && sums[j] <= INT32_MAX, "sum %lld", (long long)sums[j]);
+        sums32[j] = (int32_t)sums[j];
+    }
+    a->words = a->narrow ? (int64_t *)(void *)sums32 : sums;
+}
+
+/* Elements of `got` that are not MPFR's correctly rounded result of the case (the first few
+ * reported). */
+static size_t wrong_results(const struct tcase *c, int op, int dir, const void *got,
+                            const char *how)
+{
+    uint64_t *element = calloc((size_t)c->n, sizeof *element);
+    size_t wrong = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        for (int k = 0; k < c->n; k++)
+            element[k] = c->terms[(size_t)k * c->count + i];
+        uint64_t want = oracle_exact(c->type, op, dir, element, c->n);
+        uint64_t bits = load_result(c->type, got, i);
+        if (bits != want && wrong++ < MAX_REPORTS) report(c, how, op, dir, i, want, bits);
+    }
+    free(element);
+    return wrong;
+}
+
 struct fixed_outcome {
     int narrow; /* the words were int32 */
     int stride; /* words an element */
@@ -318,23 +388,16 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
                                         void *out)
 {
     size_t size = tf_size(c->type), count = c->count;
-    int n = c->n, probe = 1;
+    int probe = 1;
     uint8_t *codes = calloc(2 * count, 1), *own = calloc(2 * count, 1);
     unsigned char *terms = calloc(count, size);
     int32_t max_words[REPROD_FIXED_CELLS] = {0};
     struct reprod_fixed_args a;
     memset(&a, 0, sizeof a);
-    a.type = c->type, a.op = op, a.rounding = dir, a.ranks = n, a.elements = count;
+    a.type = c->type, a.op = op, a.rounding = dir, a.ranks = c->n, a.elements = count;
     a.terms = terms, a.max_words = max_words;
-    for (int k = 0; k < n; k++) { /* round 1: codes, MAX */
-        for (size_t i = 0; i < count; i++)
-            memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
-        a.codes = own;
-        fixed_stage(&a, REPROD_FIXED_CODES, threads);
-        for (size_t j = 0; j < 2 * count; j++)
-            if (own[j] > codes[j]) codes[j] = own[j];
-    }
-    a.codes = codes, a.narrow = probe;
+    reduced_codes(c, &a, terms, own, codes, threads);
+    a.narrow = probe;
     fixed_stage(&a, REPROD_FIXED_MAX_WORDS, threads);
     struct fixed_outcome o;
     o.narrow = reprod_fixed_layout(max_words, probe, &o.stride);
@@ -346,25 +409,8 @@ static struct fixed_outcome fixed_route(const struct tcase *c, int op, int dir, 
     size_t words = count * (size_t)o.stride;
     int64_t *own_words = calloc(words, sizeof(int64_t)), *sums = calloc(words, sizeof(int64_t));
     int32_t *sums32 = calloc(words, sizeof(int32_t));
-    int64_t bound = 1ll << narrow_width(n); /* 2^W of the narrow words */
-    for (int k = 0; k < n; k++) { /* round 2: each rank's words, their sum */
-        for (size_t i = 0; i < count; i++)
-            memcpy(terms + i * size, &c->terms[(size_t)k * count + i], size);
-        a.words = own_words;
-        fixed_stage(&a, REPROD_FIXED_SPLIT, threads);
-        for (size_t j = 0; j < words; j++) {
-            int64_t v = o.narrow ? ((int32_t *)own_words)[j] : own_words[j];
-            if (o.narrow)
-                cr_assert(v > -bound && v < bound, "word %lld, W %d", (long long)v,
-                          narrow_width(n));
-            sums[j] += v;
-        }
-    }
-    for (size_t j = 0; o.narrow && j < words; j++) {
-        cr_assert(sums[j] >= INT32_MIN && sums[j] <= INT32_MAX, "sum %lld", (long long)sums[j]);
-        sums32[j] = (int32_t)sums[j];
-    }
-    a.words = o.narrow ? (int64_t *)(void *)sums32 : sums, a.out = out;
+    summed_words(c, &a, terms, threads, words, own_words, sums, sums32);
+    a.out = out;
     fixed_stage(&a, REPROD_FIXED_ROUND, threads);
     free(codes), free(own), free(terms), free(own_words), free(sums), free(sums32);
     return o;
@@ -445,15 +491,8 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                                                                      or NaN; past one word */
                             cr_expect(!o.narrow, "%s N=%d kind %zu: narrow", test_formats[t].name,
                                       n, g);
-                        size_t wrong = 0;
-                        for (size_t i = 0; i < count; i++) {
-                            for (int k = 0; k < n; k++)
-                                element[k] = c.terms[(size_t)k * count + i];
-                            uint64_t want = oracle_exact((reprod_type)t, op, dir, element, n);
-                            uint64_t bits = load_result((reprod_type)t, got, i);
-                            if (bits != want && wrong++ < MAX_REPORTS)
-                                report(&c, o.narrow ? "narrow" : "wide", op, dir, i, want, bits);
-                        }
+                        size_t wrong =
+                            wrong_results(&c, op, dir, got, o.narrow ? "narrow" : "wide");
                         cr_expect_eq(wrong, 0, "%s N=%d kind %zu %s %s: %zu wrong (narrow %d)",
                                      test_formats[t].name, n, g, test_op_names[op],
                                      test_rounding_names[dir], wrong, o.narrow);
@@ -465,4 +504,164 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
     cr_expect(several[REPROD_FLOAT32] > 0 && several[REPROD_FLOAT64] > 0,
               "cases in two narrow words or more: binary32 %ld, binary64 %ld",
               several[REPROD_FLOAT32], several[REPROD_FLOAT64]);
+}
+
+/* ---- The per-element layout ------------------------------------------------------------- */
+
+struct layout_outcome {
+    int narrow;     /* the words were int32 */
+    uint64_t total; /* T: the piece's words */
+    int subs;       /* sub-pieces */
+    int straddled;  /* elements whose words two sub-pieces held */
+};
+
+/* The per-element layout as hooks/nccl/nccl_fixed.c drives it (AllReduce), the library's part
+ * done here: each rank's codes and their MAX; LAYOUT, GROUPS, TOTAL, OFFSETS and T read back;
+ * then sub-pieces of `capacity` words: each rank's words of [w0, w1), their sum, the rounding
+ * of the elements that end there into `out`. T must be what the elements' own words add up to
+ * (each as engine_fixed_element lays it, in the unit TOTAL chose), and the unit the one of
+ * fewer bytes; narrow words as in fixed_route. */
+static struct layout_outcome per_element_route(const struct tcase *c, int op, int dir,
+                                               uint64_t threads, uint64_t capacity, void *out)
+{
+    size_t size = tf_size(c->type), count = c->count;
+    int n = c->n;
+    uint8_t *codes = calloc(2 * count, 1), *own = calloc(2 * count, 1);
+    unsigned char *terms = calloc(count, size);
+    uint64_t *layout = calloc(reprod_fixed_layout_size(count), sizeof(uint64_t));
+    int32_t cells[REPROD_FIXED_CELLS] = {0};
+    struct reprod_fixed_args a;
+    memset(&a, 0, sizeof a);
+    a.type = c->type, a.op = op, a.rounding = dir, a.ranks = n, a.elements = count;
+    a.terms = terms, a.max_words = cells;
+    reduced_codes(c, &a, terms, own, codes, threads);
+    a.narrow = 1, a.layout = layout;
+    for (int stage = REPROD_FIXED_LAYOUT; stage <= REPROD_FIXED_OFFSETS; stage++)
+        fixed_stage(&a, stage, stage == REPROD_FIXED_TOTAL ? 1 : threads);
+    struct layout_outcome o = {0, 0, 0, 0};
+    o.total = reprod_fixed_total(cells, &o.narrow);
+    /* The test's own count of the words, each element in each unit. */
+    const struct engine_format f = engine_format_of(c->type);
+    uint64_t wide = 0, narrow = 0;
+    int narrow_possible = 1;
+    for (size_t i = 0; i < count; i++) {
+        wide += (uint64_t)engine_fixed_element(&f, engine_fixed_word_bits(n), codes[2 * i],
+                                               codes[2 * i + 1], dir)
+                    .words;
+        int k = reprod_fixed_narrow_words(&f, n, codes[2 * i], codes[2 * i + 1], dir);
+        narrow_possible &= k <= REPROD_FIXED_NARROW_MOST;
+        narrow += k <= REPROD_FIXED_NARROW_MOST ? (uint64_t)k : 0;
+    }
+    int want_narrow = narrow_possible && 4 * narrow < 8 * wide;
+    cr_assert_eq(o.narrow, want_narrow, "unit %d, words %llu int64 / %llu narrow", o.narrow,
+                 (unsigned long long)wide, (unsigned long long)narrow);
+    cr_assert_eq(o.total, want_narrow ? narrow : wide, "T %llu, int64 %llu, narrow %llu",
+                 (unsigned long long)o.total, (unsigned long long)wide, (unsigned long long)narrow);
+    a.narrow = o.narrow, a.word_total = o.total, a.out = out;
+    memset(out, 0xa5, count * size); /* every result written */
+    int64_t *own_words = calloc(capacity, sizeof(int64_t)), *sums = calloc(capacity, 8);
+    int32_t *sums32 = calloc(capacity, sizeof(int32_t));
+    uint64_t w0 = 0;
+    do { /* sub-pieces; one ROUND without words where T is 0 */
+        uint64_t w1 = o.total - w0 < capacity ? o.total : w0 + capacity;
+        a.word_first = w0, a.word_end = w1, a.sub = o.subs;
+        summed_words(c, &a, terms, threads, (size_t)(w1 - w0), own_words, sums, sums32);
+        fixed_stage(&a, REPROD_FIXED_ROUND, threads);
+        o.subs++;
+        w0 = w1;
+    } while (w0 < o.total);
+    /* Straddlers: elements whose first and last words lie in different sub-pieces. */
+    for (size_t i = 0, first = 0; i < count; i++) {
+        int k = engine_fixed_element(&f, o.narrow ? narrow_width(n) : engine_fixed_word_bits(n),
+                                     codes[2 * i], codes[2 * i + 1], dir)
+                    .words;
+        o.straddled += k > 0 && first / capacity != (first + (size_t)k - 1) / capacity;
+        first += (size_t)k;
+    }
+    free(codes), free(own), free(terms), free(layout), free(own_words), free(sums), free(sums32);
+    return o;
+}
+
+/* The per-element layout against MPFR: every type, 1 to 16,384 ranks, SUM and AVG in every
+ * direction, sub-pieces as small as the kernels allow (an element's most words), so that
+ * elements straddle them and their carries alternate; pieces of zeros only (T = 0: one ROUND);
+ * pieces that take narrow words and int64 ones; 1 and 7 threads. */
+Test(cuda_kernel, per_element_layout_is_exact_across_sub_pieces, .timeout = 300)
+{
+    static const int ranks[] = {1, 2, 3, 33, 1024, 16384};
+    static generator *const mixed[] = {
+        gen_similar,  gen_wide,        gen_cancel,      gen_zeros,   gen_ties, gen_subnormal,
+        gen_overflow, gen_narrow_edge, gen_narrow_past, gen_specials}; /* the last round only */
+    static generator *const one_kind[] = {gen_similar, gen_zeros, gen_narrow_past, gen_wide};
+    const size_t kinds = sizeof one_kind / sizeof one_kind[0];
+    long straddled = 0, narrow_subs = 0, wide_subs = 0, empty = 0;
+    for (int t = REPROD_FLOAT16; t <= REPROD_FLOAT64; t++)
+        for (size_t s = 0; s < sizeof ranks / sizeof ranks[0]; s++) {
+            int n = ranks[s];
+            size_t count = n <= 33 ? 300 : 40;
+            for (size_t g = 0; g <= kinds + 1; g++) {
+                struct rng r = {7000 + 131 * (uint64_t)t + 17 * (uint64_t)n + g};
+                struct tcase c = case_new("per-element", (reprod_type)t, n, count);
+                uint64_t *element = calloc((size_t)n, sizeof *element);
+                for (size_t i = 0; i < count; i++) {
+                    generator *gen =
+                        g < kinds ? one_kind[g] : mixed[rng_range(&r, 0, g == kinds ? 8 : 9)];
+                    gen(&test_formats[t], &r, n, element);
+                    for (int k = 0; k < n; k++)
+                        c.terms[(size_t)k * count + i] = element[k];
+                }
+                unsigned char *got = calloc(count, 8);
+                for (int op = REPROD_SUM; op <= REPROD_AVG; op++)
+                    for (int dir = 0; dir < 4; dir++) {
+                        uint64_t capacity = ENGINE_FIXED_MAX_WORDS + (uint64_t)(dir * 3 + op);
+                        struct layout_outcome o = per_element_route(
+                            &c, op, dir, (g + (size_t)dir) % 2 ? 7 : 1, capacity, got);
+                        straddled += o.straddled;
+                        if (o.subs > 1) *(o.narrow ? &narrow_subs : &wide_subs) += 1;
+                        empty += o.total == 0;
+                        size_t wrong =
+                            wrong_results(&c, op, dir, got, o.narrow ? "narrow" : "wide");
+                        cr_expect_eq(wrong, 0,
+                                     "%s N=%d kind %zu %s %s: %zu wrong (narrow %d, T %llu, %d "
+                                     "sub-pieces)",
+                                     test_formats[t].name, n, g, test_op_names[op],
+                                     test_rounding_names[dir], wrong, o.narrow,
+                                     (unsigned long long)o.total, o.subs);
+                    }
+                free(got);
+                free(element);
+                free(c.terms);
+            }
+        }
+    cr_expect(straddled > 100 && narrow_subs > 0 && wide_subs > 0 && empty > 0,
+              "straddling elements %ld, cases in narrow sub-pieces %ld, int64 ones %ld, "
+              "zeros only %ld",
+              straddled, narrow_subs, wide_subs, empty);
+}
+
+/* Groups: a piece of more than one group of blocks (REPROD_FIXED_GROUP x REPROD_FIXED_BLOCK
+ * elements) at 2 ranks, its first words carried across groups, against MPFR. */
+Test(cuda_kernel, per_element_layout_spans_groups, .timeout = 300)
+{
+    const size_t count = 2 * REPROD_FIXED_GROUP * REPROD_FIXED_BLOCK + 37;
+    static generator *const mixed[] = {gen_similar, gen_wide, gen_zeros, gen_narrow_past,
+                                       gen_cancel};
+    for (int t = REPROD_FLOAT16; t <= REPROD_FLOAT64; t++) {
+        struct rng r = {555 + (uint64_t)t};
+        struct tcase c = case_new("groups", (reprod_type)t, 2, count);
+        uint64_t element[2];
+        for (size_t i = 0; i < count; i++) {
+            mixed[i % 4096 < 4000 ? 0 : rng_range(&r, 0, 4)](&test_formats[t], &r, 2, element);
+            c.terms[i] = element[0], c.terms[count + i] = element[1];
+        }
+        unsigned char *got = calloc(count, 8);
+        struct layout_outcome o =
+            per_element_route(&c, REPROD_SUM, REPROD_ROUND_NEAREST, 5, 4099, got);
+        cr_expect(o.total > count / 2 && o.subs > 2, "T %llu, %d sub-pieces",
+                  (unsigned long long)o.total, o.subs);
+        size_t wrong = wrong_results(&c, REPROD_SUM, REPROD_ROUND_NEAREST, got, "groups");
+        cr_expect_eq(wrong, 0, "%s: %zu wrong", test_formats[t].name, wrong);
+        free(got);
+        free(c.terms);
+    }
 }
