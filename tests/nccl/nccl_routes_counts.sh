@@ -106,6 +106,8 @@ apart() {
 # elements 2^19 .. 2^19 + 63, in the third piece, are 2^40 smaller than the even ranks': each of
 # those 64 takes two narrow words, every other element one.
 apart bfloat16 count16 switch16 1048576 $((64 * 4)) "64 far apart in pieces"
-# binary32's similar elements take one int64 word (two narrow ones would take as many bytes);
-# every 1,024th element of the odd ranks is 2^60 smaller: 256 of 262,144 take two.
-apart float32 count32 sparse32 262144 $((256 * 8)) "256 far apart"
+# binary32's similar elements (27 bits) take one int64 word at 32 ranks (two narrow ones would
+# take as many bytes) and one narrow word of 27 bits at 16 (the sanitized run's); every 1,024th
+# element of the odd ranks is 2^60 smaller: 256 of 262,144 take 87 bits, two int64 words (8
+# bytes more) or four narrow ones (12 more).
+apart float32 count32 sparse32 262144 $((256 * (BIG > 16 ? 8 : 12))) "256 far apart"
