@@ -162,23 +162,28 @@ int nccl_fixed_prepare(struct nccl_work *w)
      * PreMulSum's scaled copy each rounded up to ALIGN_BYTES: one more each). Without
      * sub-pieces the words are in the same bound: K's cell and the codes' and words' rounding. */
     size_t cells = (w->words_bytes ? 1 : 3) + (premul ? 2 : 0);
-    size_t room = bound - w->words_bytes - cells * ALIGN_BYTES;
-    size_t piece = room / per_element;
-    if (w->per_element) /* and a block's word, 8 bytes every REPROD_FIXED_BLOCK (16) elements */
-        piece =
-            (room - ALIGN_BYTES - reprod_device_fixed_layout_bytes(0)) * 2 / (2 * per_element + 1);
+    size_t piece = (bound - w->words_bytes - cells * ALIGN_BYTES) / per_element;
     if (w->collective == NCCL_REDUCE_SCATTER) piece /= (size_t)w->info.ranks;
     if (piece > w->count) piece = w->count;
     if (w->words_bytes) { /* a small call: room for its words at the most K can be, no more */
         size_t most = align_up(piece * (size_t)w->full_words * sizeof(int64_t));
         if (most < w->words_bytes) w->words_bytes = most;
     }
-    /* A sub-piece but the last holds an element's words at the most (its carry's bound); the
-     * per-element layout's blocks take another byte an element at the most. */
+    /* A sub-piece but the last holds an element's words at the most (its carry's bound). */
     if (w->words_bytes && w->words_bytes < REPROD_DEVICE_FIXED_WORDS_MOST * sizeof(int64_t))
         w->words_bytes = align_up(REPROD_DEVICE_FIXED_WORDS_MOST * sizeof(int64_t));
-    while (piece > 1 && layout_for(w, piece).end > bound)
-        piece -= piece / 8 > 1 ? piece / 8 : 1;
+    if (layout_for(w, piece).end > bound) { /* the largest piece that fits: the per-element
+                                               layout's blocks and the areas' rounding */
+        size_t fits = 0, over = piece;
+        while (over - fits > 1) {
+            size_t middle = fits + (over - fits) / 2;
+            if (layout_for(w, middle).end <= bound)
+                fits = middle;
+            else
+                over = middle;
+        }
+        piece = fits;
+    }
     if (piece == 0 || layout_for(w, piece).end > bound) {
         /* Not one element's scratch within the bound (a ReduceScatter's piece holds one of each
          * rank): the exchange, on every rank alike, which says whether it fits. */
@@ -326,7 +331,8 @@ static void take_stride(struct nccl_work *w, const int32_t *cells)
     uint64_t total = reprod_device_fixed_total(cells, &narrow);
     uint64_t most = (uint64_t)piece_now(w) *
                     (uint64_t)(narrow ? REPROD_DEVICE_FIXED_NARROW_MOST : w->full_words);
-    if (cells[2] < 0 || cells[2] > 1 || (narrow && !w->narrow_probe) || total > most)
+    if (cells[2] < 0 || cells[2] > 1 || total > most ||
+        (narrow && (!w->narrow_probe || cells[1] > REPROD_DEVICE_FIXED_NARROW_MOST)))
         layout_lost(w, "read a layout back from the device that no kernel writes");
     w->narrow = narrow;
     w->word_total = total;

@@ -334,7 +334,11 @@ ENGINE_FUNCTION void reprod_fixed_block_range(const struct reprod_fixed_args *a,
             return; /* never: TOTAL takes narrow words only where every element has them */
         if (a->stage == REPROD_FIXED_SPLIT) {
             if (e.words == 0 || last <= w0 || first >= w1) continue;
-            int direct = !narrow && first >= w0 && last <= w1; /* straight into the words */
+            /* Straight into the words; else a narrow element's own array, or a wide
+             * straddler's side slot: one for the element that began before w0, one for the
+             * one that goes on past w1 (two threads of one launch: one slot would race, which
+             * only a GPU could show). */
+            int direct = !narrow && first >= w0 && last <= w1;
             int64_t *all = direct   ? a->words + (first - w0)
                            : narrow ? own
                                     : side + (first < w0 ? 2 : 3) * ENGINE_FIXED_MAX_WORDS;

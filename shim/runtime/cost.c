@@ -17,10 +17,11 @@
 #define FIXED_PIECE_WORDS      (((uint64_t)1 << 22) - ((uint64_t)1 << 16))
 #define FIXED_SEGMENT_ELEMENTS (2 * FIXED_PIECE_WORDS)
 /* hooks/nccl/nccl_fixed.c at REPROD_SCRATCH_MB's default 64 MiB: the two-pass route's sub-pieces
- * hold half of it in words, its piece the other half in codes (2 bytes an element) less the
- * 256 bytes of K's cell. */
+ * hold half of it in words, its piece the other half in codes (2 bytes an element) and the
+ * per-element layout's blocks (8 bytes every 16 elements), less the cells' 256 bytes and the
+ * groups' and side slots' few KiB: the largest piece whose scratch fits (nccl_fixed_prepare). */
 #define NCCL_SUB_PIECE_WORDS ((uint64_t)4 << 20)
-#define NCCL_PIECE_ELEMENTS  (((uint64_t)16 << 20) - 128)
+#define NCCL_PIECE_ELEMENTS  ((uint64_t)13415680)
 
 /* ---- The machine ------------------------------------------------------------------------- */
 

@@ -88,5 +88,13 @@ elif [ -f "$BUILD/nonvcc/libreprod_shim.so" ]; then
     grep -q "run on the host" "$out/err.fixed" && fail "the default build did not run its kernels: $(head -c 500 "$out/err.fixed")"
     { grep "^spread .* $digests\$" "$out/nonvcc" && cat "$out/scenarios.fixed"; } | cmp -s - "$out/nonvcc" ||
         fail "no-nvcc shim: $(cat "$out/nonvcc") against the kernels': $digests $(cat "$out/scenarios.fixed")"
-    ok "the shim built without nvcc (the stages on the host): the same bits on the fixed route, spread, group and graph"
+    # Several pieces, each in several sub-pieces (REPROD_SCRATCH_MB=1), in place and with
+    # PreMulSum: the host stages copy back what a sub-piece's rounding leaves alone as it was.
+    run_mpi 3 -x LD_LIBRARY_PATH -x LD_PRELOAD="$BUILD/nonvcc/libreprod_shim.so" -x REPROD_ROUTE=fixed \
+        -x REPROD_SCRATCH_MB=1 "$BUILD/tests/nccl/features" large premul-ranks >"$out/nonvcc.large" 2>"$out/err" ||
+        fail "no-nvcc shim, features large premul-ranks: $(cat "$out/nonvcc.large") $(head -c 2000 "$out/err")"
+    for scenario in large premul-ranks; do
+        grep -q "^ok: $scenario\$" "$out/nonvcc.large" || fail "no-nvcc shim, features $scenario: $(cat "$out/nonvcc.large")"
+    done
+    ok "the shim built without nvcc (the stages on the host): the same bits on the fixed route, spread, group and graph; large and premul-ranks in sub-pieces exact"
 fi

@@ -102,7 +102,7 @@ apart() {
         fail "np=$BIG $elements elements of $type, $what: rank, similar data's messages bytes peers, with them: $(cat "$out/bad")"
     ok "np=$BIG $elements elements of $type, $what: every one of them as MPFR rounds it, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/similar.$type") -> $(awk '$1 == 1 {print $3}' "$out/far.$type") (their own words only)"
 }
-# REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of about 2^18 elements; the odd ranks'
+# REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of 208,768 elements; the odd ranks'
 # elements 2^19 .. 2^19 + 63, in the third piece, are 2^40 smaller than the even ranks': each of
 # those 64 takes two narrow words, every other element one.
 apart bfloat16 count16 switch16 1048576 $((64 * 4)) "64 far apart in pieces"
