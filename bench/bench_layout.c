@@ -107,8 +107,8 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
     /* A piece of NCCL_PIECE elements holds no such element with probability (1 - share)^P. */
     double clean = share > 0 ? exp(NCCL_PIECE * log1p(-share)) : 1.0;
     double mpi = (2.0 + 8.0 * (double)words / n) / (double)size;
-    /* AllReduce's unit: narrow where every element has them and 4 T' < 8 T (TOTAL's rule). */
-    int unit = most[1] <= REPROD_FIXED_NARROW_MOST && 4 * narrow_words < 8 * words;
+    /* AllReduce's unit, by TOTAL's rule (the piece's words in each kind). */
+    int unit = reprod_fixed_fewer_narrow(1, most[1], narrow_words, words);
     double nccl =
         (2.0 + (unit ? 4.0 * (double)narrow_words : 8.0 * (double)words) / n) / (double)size;
     double nccl_stride = (2.0 + (narrow ? 4.0 : 8.0) * stride) / (double)size;

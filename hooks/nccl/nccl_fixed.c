@@ -248,23 +248,28 @@ static void run_stage(struct nccl_work *w, const struct reprod_device_fixed *s, 
     if (reprod_cuda_fixed(w->stream, w->info.device, s) != REPROD_CUDA_OK) note_local_error(w, what);
 }
 
-/* A stage that reads this rank's terms of the piece (CODES, SPLIT, FULL_SPLIT): PreMulSum's
- * scaled copy, or the caller's input (a ReduceScatter in pieces: a block of each rank's part,
- * read in place). */
+/* This rank's terms of the piece from its element `first` on, for a stage that reads them
+ * (CODES, SPLIT, FULL_SPLIT): PreMulSum's scaled copy, or the caller's input (a ReduceScatter in
+ * pieces: a block of each rank's part, read in place). */
+static void take_terms(const struct nccl_work *w, struct reprod_device_fixed *st, size_t piece,
+                       size_t first)
+{
+    size_t s = w->element_bytes;
+    st->codes += 2 * first; /* a sub-piece's: from its first element (0 but in sub-pieces) */
+    if (w->arithmetic.premul != REPROD_PREMUL_NONE) {
+        st->terms = scratch_at(w, layout_for(w, w->piece_elements).scaled) + first * s;
+        return;
+    }
+    st->terms = (const char *)w->send + (w->offset + first) * s;
+    if (w->collective == NCCL_REDUCE_SCATTER && piece < w->count) /* block b at b * count */
+        st->terms_block = piece, st->terms_stride = w->count;
+}
+
 static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage stage, size_t piece,
                             size_t first)
 {
-    size_t s = w->element_bytes, total = piece_total(w, piece);
-    struct reprod_device_fixed st = stage_of(w, stage, total);
-    st.codes += 2 * first; /* a sub-piece's: from its first element (0 but in sub-pieces) */
-    if (w->arithmetic.premul != REPROD_PREMUL_NONE) {
-        st.terms = scratch_at(w, layout_for(w, w->piece_elements).scaled) + first * s;
-        run_stage(w, &st, "the fixed route's split");
-        return;
-    }
-    st.terms = (const char *)w->send + (w->offset + first) * s;
-    if (w->collective == NCCL_REDUCE_SCATTER && piece < w->count) /* block b at b * count */
-        st.terms_block = piece, st.terms_stride = w->count;
+    struct reprod_device_fixed st = stage_of(w, stage, piece_total(w, piece));
+    take_terms(w, &st, piece, first);
     run_stage(w, &st, "the fixed route's split");
 }
 
@@ -368,9 +373,7 @@ ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
         if (sub == 0) return ncclSuccess; /* zeros only: nothing to sum, ROUND alone */
         struct reprod_device_fixed st = stage_of(w, REPROD_DEVICE_FIXED_SPLIT, piece);
         st.word_first = w->sub_offset, st.word_end = w->sub_offset + sub;
-        st.terms = w->arithmetic.premul != REPROD_PREMUL_NONE
-                       ? scratch_at(w, layout_for(w, w->piece_elements).scaled)
-                       : (const char *)w->send + w->offset * w->element_bytes;
+        take_terms(w, &st, piece, 0);
         run_stage(w, &st, "the fixed route's split");
         return sum_words(w, sub, 1);
     }

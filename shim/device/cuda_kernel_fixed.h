@@ -182,12 +182,22 @@ ENGINE_FUNCTION int reprod_fixed_narrow_words(const struct engine_format *f, int
 /* The piece's layout from MAX_WORDS's two cells: 1 where it takes narrow words (their
  * stride in *stride), 0 for int64 words (*stride: the most int64 words, at least 1). The same
  * on every rank: the cells come from the reduced codes. */
+/* The one rule of both layouts: narrow words where the probe ran, every element has them (the
+ * most any takes, `most_narrow`, at most REPROD_FIXED_NARROW_MOST), and `narrow` of them take
+ * fewer bytes than `wide` int64 words (an element's for the stride, the piece's for the
+ * per-element layout). */
+ENGINE_FUNCTION int reprod_fixed_fewer_narrow(int probe, int32_t most_narrow, uint64_t narrow,
+                                              uint64_t wide)
+{
+    return probe && most_narrow <= REPROD_FIXED_NARROW_MOST && 4 * narrow < 8 * wide;
+}
+
 ENGINE_FUNCTION int reprod_fixed_layout(const int32_t cells[REPROD_FIXED_CELLS], int probe,
                                         int *stride)
 {
     int wide = cells[0] > 1 ? cells[0] : 1;
     int narrow = cells[1] > 1 ? cells[1] : 1;
-    if (probe && cells[1] <= REPROD_FIXED_NARROW_MOST && 4 * narrow < 8 * wide) {
+    if (reprod_fixed_fewer_narrow(probe, cells[1], (uint64_t)narrow, (uint64_t)wide)) {
         *stride = narrow;
         return 1;
     }
@@ -220,6 +230,18 @@ ENGINE_FUNCTION void reprod_fixed_note_words(int32_t *cell, int words)
 #endif
 }
 
+/* Element i's words from its reduced codes: int64 ones in *wide, and where `probe` narrow ones
+ * (or REPROD_FIXED_NARROW_NONE) in *narrow, else 0: what MAX_WORDS and LAYOUT count. */
+ENGINE_FUNCTION void reprod_fixed_element_words(const struct reprod_fixed_args *a,
+                                                const struct engine_format *f, uint64_t i,
+                                                int probe, int *wide, int *narrow)
+{
+    const unsigned hi = a->codes[2 * i], lo = a->codes[2 * i + 1];
+    const reprod_rounding dir = (reprod_rounding)a->rounding;
+    *wide = engine_fixed_element(f, engine_fixed_word_bits(a->ranks), hi, lo, dir).words;
+    *narrow = probe ? reprod_fixed_narrow_words(f, a->ranks, hi, lo, dir) : 0;
+}
+
 /* ---- The per-element layout ------------------------------------------------------------- */
 
 /* LAYOUT for block b: its words in both units, and the thread's maxima. */
@@ -227,18 +249,13 @@ ENGINE_FUNCTION void reprod_fixed_layout_block(const struct reprod_fixed_args *a
                                                const struct engine_format *f, uint64_t b,
                                                int *most_wide, int *most_narrow)
 {
-    const reprod_rounding dir = (reprod_rounding)a->rounding;
     const int probe = reprod_fixed_narrow(a);
     uint64_t end = (b + 1) * REPROD_FIXED_BLOCK;
     if (end > a->elements) end = a->elements;
     uint32_t wide_words = 0, narrow_words = 0;
     for (uint64_t i = b * REPROD_FIXED_BLOCK; i < end; i++) {
-        int wide = engine_fixed_element(f, engine_fixed_word_bits(a->ranks), a->codes[2 * i],
-                                        a->codes[2 * i + 1], dir)
-                       .words;
-        int narrow = probe ? reprod_fixed_narrow_words(f, a->ranks, a->codes[2 * i],
-                                                       a->codes[2 * i + 1], dir)
-                           : 0;
+        int wide, narrow;
+        reprod_fixed_element_words(a, f, i, probe, &wide, &narrow);
         if (wide > *most_wide) *most_wide = wide;
         if (narrow > *most_narrow) *most_narrow = narrow;
         wide_words += (uint32_t)wide;
@@ -270,9 +287,8 @@ ENGINE_FUNCTION void reprod_fixed_take_total(const struct reprod_fixed_args *a)
     uint64_t wide = 0, narrow = 0;
     for (uint64_t g = 0; g < groups; g++)
         wide += group[2 * g], narrow += group[2 * g + 1];
-    int unit = reprod_fixed_narrow(a) &&
-               a->max_words[REPROD_FIXED_CELL_NARROW] <= REPROD_FIXED_NARROW_MOST &&
-               4 * narrow < 8 * wide;
+    int unit = reprod_fixed_fewer_narrow(reprod_fixed_narrow(a),
+                                         a->max_words[REPROD_FIXED_CELL_NARROW], narrow, wide);
     uint64_t first = 0;
     for (uint64_t g = 0; g < groups; g++) {
         uint64_t words = group[2 * g + unit];
@@ -453,12 +469,8 @@ ENGINE_FUNCTION void reprod_kernel_fixed(const struct reprod_fixed_args *a, uint
                                &a->codes[2 * i + 1]);
             break;
         case REPROD_FIXED_MAX_WORDS: {
-            int wide = engine_fixed_element(&f, engine_fixed_word_bits(a->ranks), a->codes[2 * i],
-                                            a->codes[2 * i + 1], dir)
-                           .words;
-            int words = narrow ? reprod_fixed_narrow_words(&f, a->ranks, a->codes[2 * i],
-                                                           a->codes[2 * i + 1], dir)
-                               : 0;
+            int wide, words;
+            reprod_fixed_element_words(a, &f, i, narrow, &wide, &words);
             if (wide > most_wide) most_wide = wide;
             if (words > most_narrow) most_narrow = words;
             break;
