@@ -1,8 +1,8 @@
 /* mpi_fixed.c: the fixed-point route of the MPI float sums (runtime/route.h, engine_fixed.h):
- * the library's own MAX of two byte codes per element, then its own int64 SUM of fixed-point
- * words, rounded once; and the one-pass form (one int64 SUM of words covering the type's whole
- * range), which a scan and a nonblocking or persistent reduction use. The same bits as the
- * exchange (mpi_path.c), with the messages and peers of the library's own algorithms: O(log N)
+ * the library's own MAX of byte codes (a hi an element, a lo a block), then its own int64 SUM of
+ * fixed-point words, rounded once; and the one-pass form (one int64 SUM of words covering the
+ * type's whole range), which a scan and a nonblocking or persistent reduction use. The same bits as
+ * the exchange (mpi_path.c), with the messages and peers of the library's own algorithms: O(log N)
  * where the library's are, and no buffer per peer. See docs/mpi.md, "How the data moves".
  *
  * Every rank cuts the call the same way, from the count alone (segments of pass 1) and from the
@@ -60,6 +60,7 @@ struct fixed_run {
     const char *source; /* this rank's contribution, engine elements */
     char *result;       /* where this rank's result goes (NULL: none) */
     uint8_t *codes;     /* a segment's codes, reduced */
+    uint8_t *wire;      /* a segment's codes as the MAX carries them (reprod_engine_fixed_pack) */
     size_t *offsets;    /* a piece's word offsets (engine_fixed_layout) */
     int64_t *words;     /* room for word_capacity words */
     size_t word_capacity;
@@ -213,7 +214,7 @@ static void flip_top_bits(uint8_t *codes, size_t bytes)
         codes[i] ^= 0x80;
 }
 
-/* The codes' room has handed_count(bytes) bytes: the padding takes zeros. */
+/* The wire's room has handed_count(bytes) bytes: the padding takes zeros. */
 static int max_of_codes(struct mpi_reduction *reduction, uint8_t *codes, size_t bytes)
 {
     const struct reprod_mpi *mpi = reprod_mpi();
@@ -235,26 +236,35 @@ static int run_segments(struct fixed_run *run, size_t elements)
     /* A piece's words at most (half where the sums go beside), and its elements at most. */
     size_t most = PIECE_WORDS / (size_t)run->words_per_word;
     size_t piece = segment < most ? segment : most;
-    /* The codes' room, padded as the library is handed them (a shorter last segment's padded
+    /* The wire's room, padded as the library is handed it (a shorter last segment's padded
      * count is never larger: it grows with the count). */
-    size_t codes_room = handed_count(reduction, 2 * segment, 1);
-    size_t codes_bytes = ALIGN(codes_room), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
+    size_t wire_bytes =
+        ALIGN(handed_count(reduction, reprod_engine_fixed_packed_bytes(run->type, segment), 1));
+    size_t codes_bytes = ALIGN(2 * segment), offsets_bytes = ALIGN((piece + 1) * sizeof(size_t));
     size_t kept = segment * WORDS_KEPT < most ? segment * WORDS_KEPT : most;
     kept *= (size_t)run->words_per_word;
     if (run->padded) kept = handed_count(reduction, kept, (int)sizeof(int64_t)); /* as handed */
     void *raw = NULL, *extra = NULL;
-    mpi_scratch(reduction, 0, &raw, codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
-    run->codes = extra;
-    run->offsets = (size_t *)((char *)extra + codes_bytes);
-    run->words = (int64_t *)((char *)extra + codes_bytes + offsets_bytes);
+    mpi_scratch(reduction, 0, &raw,
+                wire_bytes + codes_bytes + offsets_bytes + kept * sizeof(int64_t), &extra);
+    run->wire = extra;
+    run->codes = (uint8_t *)extra + wire_bytes;
+    run->offsets = (size_t *)((char *)run->codes + codes_bytes);
+    run->words = (int64_t *)((char *)run->offsets + offsets_bytes);
     run->word_capacity = kept;
     run->words_raw = NULL;
     int rc = REPROD_MPI_OK;
     for (size_t start = 0; start < elements && rc == REPROD_MPI_OK; start += segment) {
         size_t count = elements - start < segment ? elements - start : segment;
-        ENGINE_TIMED(reduction, reprod_engine_fixed_codes(
-                                    run->type, run->source + start * run->bytes, count, run->codes));
-        rc = max_of_codes(reduction, run->codes, 2 * count);
+        ENGINE_TIMED(reduction, {
+            reprod_engine_fixed_codes(run->type, run->source + start * run->bytes, count,
+                                      run->codes);
+            reprod_engine_fixed_pack(run->type, run->dir, run->codes, count, run->wire);
+        });
+        rc = max_of_codes(reduction, run->wire, reprod_engine_fixed_packed_bytes(run->type, count));
+        if (rc == REPROD_MPI_OK)
+            ENGINE_TIMED(reduction, reprod_engine_fixed_unpack(run->type, run->dir, run->wire,
+                                                               count, run->codes));
         for (size_t done = 0; done < count && rc == REPROD_MPI_OK;) {
             const uint8_t *codes = run->codes + 2 * done;
             size_t left = count - done < piece ? count - done : piece;

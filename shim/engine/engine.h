@@ -43,6 +43,17 @@ int reprod_engine_fixed_supported(reprod_type type, int ranks);
  * with MAX (unsigned bytes) over the ranks. */
 void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes);
 
+/* Pass 1 on the wire (engine_fixed.h, engine_fixed_lo_block): the codes of `count` elements
+ * as reprod_engine_fixed_packed_bytes(type, count) bytes, count hi then a lo a block (8
+ * elements of binary32 and binary64, 1 of the 16-bit types), to be reduced with MAX (unsigned
+ * bytes) instead of the codes themselves; then the reduced codes from the reduced wire. Every
+ * rank packs with its own direction: the bytes are the same. */
+size_t reprod_engine_fixed_packed_bytes(reprod_type type, size_t count);
+void reprod_engine_fixed_pack(reprod_type type, reprod_rounding dir, const uint8_t *codes,
+                              size_t count, uint8_t *packed);
+void reprod_engine_fixed_unpack(reprod_type type, reprod_rounding dir, const uint8_t *packed,
+                                size_t count, uint8_t *codes);
+
 /* From the reduced codes: the words each element takes in pass 2. With offsets non-NULL
  * (count + 1 entries) offsets[i] is where element i's words start and offsets[count] the
  * total. Returns the total number of int64 words. The same on every rank. */

@@ -105,11 +105,40 @@ FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, 
         engine_fixed_codes(&f, load_bits(type, terms, i), &codes[2 * i], &codes[2 * i + 1]);
 }
 
-void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes)
-{
+void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes){
 #define CODES(t) codes_body(t, terms, count, codes)
     FOR_EACH_TYPE(type, CODES)
 #undef CODES
+}
+
+size_t reprod_engine_fixed_packed_bytes(reprod_type type, size_t count)
+{
+    struct engine_format f = engine_format_of(type);
+    return (size_t)engine_fixed_packed_bytes(&f, count);
+}
+
+void reprod_engine_fixed_pack(reprod_type type, reprod_rounding dir, const uint8_t *codes,
+                              size_t count, uint8_t *packed)
+{
+    struct engine_format f = engine_format_of(type);
+    size_t block = (size_t)engine_fixed_lo_block(&f);
+    uint8_t *lo = packed + count;
+    for (size_t i = 0; i < count; i += block) {
+        int n = (int)(count - i < block ? count - i : block);
+        engine_fixed_pack_block(codes + 2 * i, n, dir, packed + i, &lo[i / block]);
+    }
+}
+
+void reprod_engine_fixed_unpack(reprod_type type, reprod_rounding dir, const uint8_t *packed,
+                                size_t count, uint8_t *codes)
+{
+    struct engine_format f = engine_format_of(type);
+    size_t block = (size_t)engine_fixed_lo_block(&f);
+    const uint8_t *lo = packed + count;
+    for (size_t i = 0; i < count; i += block) {
+        int n = (int)(count - i < block ? count - i : block);
+        engine_fixed_unpack_block(packed + i, lo[i / block], n, dir, codes + 2 * i);
+    }
 }
 
 FIXED_INLINE size_t layout_body(reprod_type type, int ranks, reprod_rounding dir,

@@ -307,13 +307,19 @@ static int fixed_host_run(struct fuzz_case *c, struct fixed_arrays *a)
     size_t count = c->count, size = tf_size(c->type);
     a->own = checked_malloc((size_t)c->n * 2 * count);
     a->codes = checked_malloc(2 * count);
-    memset(a->codes, 0, 2 * count);
+    /* The codes cross the MAX as the data paths send them: packed, a lo a block. */
+    size_t wire_bytes = reprod_engine_fixed_packed_bytes(c->type, count);
+    uint8_t *wire = checked_malloc(wire_bytes + 1), *reduced = checked_malloc(wire_bytes + 1);
+    memset(reduced, 0, wire_bytes);
     for (int k = 0; k < c->n; k++) {
         uint8_t *mine = a->own + (size_t)k * 2 * count;
         reprod_engine_fixed_codes(c->type, c->contributions[k], count, mine);
-        for (size_t b = 0; b < 2 * count; b++)
-            if (mine[b] > a->codes[b]) a->codes[b] = mine[b];
+        reprod_engine_fixed_pack(c->type, c->dir, mine, count, wire);
+        for (size_t b = 0; b < wire_bytes; b++)
+            if (wire[b] > reduced[b]) reduced[b] = wire[b];
     }
+    reprod_engine_fixed_unpack(c->type, c->dir, reduced, count, a->codes);
+    free(wire), free(reduced);
     a->offsets = checked_malloc((count + 1) * sizeof(size_t));
     a->total = reprod_engine_fixed_layout(c->type, c->n, c->dir, a->codes, count, a->offsets);
     int full = reprod_engine_fixed_full_words(c->type, c->n);
