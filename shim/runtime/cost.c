@@ -220,15 +220,23 @@ static uint64_t handed(int nccl, int n, uint64_t count, int size)
     return nccl ? count : reprod_cost_openmpi_allreduce_count(n, count, size);
 }
 
-/* One segment of the two-pass route: the MAX of its codes (uint8, two an element), then the SUM
+/* The bytes of the codes of `elements` elements the MAX carries: packed, a hi an element and a
+ * lo a block (reprod_engine_fixed_pack). */
+static uint64_t codes_bytes(reprod_type type, uint64_t elements)
+{
+    return (uint64_t)reprod_engine_fixed_packed_bytes(type, (size_t)elements);
+}
+
+/* One segment of the two-pass route: the MAX of its codes (uint8, codes_bytes), then the SUM
  * of its words (k an element, of word_size bytes: int64, or NCCL's int32 narrow words) a piece
  * at a time. */
-static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, uint64_t elements,
-                          int k, int word_size, struct reprod_cost *cost)
+static void fixed_segment(const struct reprod_cost_machine *m, int nccl, int n, reprod_type type,
+                          uint64_t elements, int k, int word_size, struct reprod_cost *cost)
 {
     struct reprod_cost part;
     memset(cost, 0, sizeof *cost);
-    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, 2 * elements, 1), 1, &part);
+    library_allreduce(m, nccl, n, (int64_t)handed(nccl, n, codes_bytes(type, elements), 1), 1,
+                      &part);
     scale(cost, &part, 1);
     char codes[64];
     snprintf(codes, sizeof codes, "%.60s", part.algorithm);
@@ -297,10 +305,10 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
     uint64_t segment = count < cut ? count : cut;
     uint64_t full = count / segment, rest = count % segment;
     struct reprod_cost one;
-    fixed_segment(m, call->nccl, n, segment, k, word_size, &one);
+    fixed_segment(m, call->nccl, n, call->type, segment, k, word_size, &one);
     scale(cost, &one, full);
     if (rest) {
-        fixed_segment(m, call->nccl, n, rest, k, word_size, &one);
+        fixed_segment(m, call->nccl, n, call->type, rest, k, word_size, &one);
         scale(cost, &one, 1);
     }
     if (full + (rest != 0) > 1) {
@@ -315,12 +323,13 @@ int reprod_cost_route(const struct reprod_cost_machine *m, const struct reprod_r
         uint64_t held = 8 * segment * (uint64_t)full_words;
         cost->memory +=
             2 * segment + (held < 8 * NCCL_SUB_PIECE_WORDS ? held : 8 * NCCL_SUB_PIECE_WORDS);
-    } else { /* a segment's codes; a piece's word offsets and words (two an element at least),
-                each as padded for Open MPI */
+    } else { /* a segment's codes, and packed as padded for Open MPI; a piece's word offsets and
+                words (two an element at least), padded */
         uint64_t piece = segment < FIXED_PIECE_WORDS ? segment : FIXED_PIECE_WORDS;
         uint64_t held = segment * (uint64_t)(k > 2 ? k : 2);
         if (held > FIXED_PIECE_WORDS) held = FIXED_PIECE_WORDS;
-        cost->memory += handed(0, n, 2 * segment, 1) + 8 * (piece + 1) + 8 * handed(0, n, held, 8);
+        cost->memory += 2 * segment + handed(0, n, codes_bytes(call->type, segment), 1) +
+                        8 * (piece + 1) + 8 * handed(0, n, held, 8);
     }
     cost->time_us += (double)count * k * m->fixed_ns * 1e-3;
     return 0;

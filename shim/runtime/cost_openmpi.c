@@ -222,6 +222,15 @@ static int allreduce_decision(int n, uint64_t total)
     return total < 2048 ? 2 : total < 16384 ? 5 : total < 32768 ? 3 : 6;
 }
 
+/* The algorithm Open MPI runs for `count` elements of `size` bytes: the decision's, but a
+ * segmented ring (with the fixed decision's segment size 0, the plain ring) or a ring of fewer
+ * elements than ranks is recursive doubling. */
+static int allreduce_algorithm(int n, uint64_t count, uint64_t size)
+{
+    int alg = allreduce_decision(n, count * size);
+    return (alg == 4 || alg == 5) && count < (uint64_t)n ? 3 : alg;
+}
+
 /* Where the decision degenerates (cost.h): a ring (algorithms 4 and 5) of at least as many
  * elements as ranks, or Rabenseifner (6) below the ranks' power of two, at 4 ranks or more. */
 static int allreduce_degenerates(int n, int alg, uint64_t count)
@@ -238,13 +247,22 @@ uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size
     if (count >= pof2 && count > 16384 / s) return count; /* past every ring, not linear */
     for (;;) {
         int alg = allreduce_decision(ranks, count * s);
-        if (!allreduce_degenerates(ranks, alg, count)) return count;
-        if (alg == 6) return pof2; /* Rabenseifner is every row's last region: it stays */
-        /* Out of the ring: the decision's next region starts at a power of two of bytes. */
+        /* The decision's next region starts at a power of two of bytes. */
         uint64_t total = 1;
         while (total <= count * s)
             total <<= 1;
-        count = (total + s - 1) / s;
+        uint64_t next = (total + s - 1) / s;
+        if (!allreduce_degenerates(ranks, alg, count)) {
+            /* Out of the reduce and broadcast (two trees' latency) into recursive doubling
+             * (one), where a region of it starts within 4 times the bytes: the codes of a
+             * binary32 call of 4 KiB at 1,024 ranks, 1,152 bytes packed, go as 2,048 (at
+             * 2,048 ranks, past a ring, as 4,096). */
+            for (uint64_t up = next; alg == 2 && up <= 4 * count; up *= 2)
+                if (allreduce_algorithm(ranks, up, s) == 3) return up;
+            return count;
+        }
+        if (alg == 6) return pof2; /* Rabenseifner is every row's last region: it stays */
+        count = next;              /* out of the ring */
     }
 }
 
@@ -253,10 +271,7 @@ const char *cost_mpi_allreduce(struct tally *t, int64_t count, int size)
 {
     int n = t->ranks;
     if (n < 2 || count <= 0) return "none";
-    int alg = allreduce_decision(n, (uint64_t)count * (uint64_t)size);
-    /* Segmented ring with the fixed decision's segment size 0 is the plain ring; the ring with
-     * fewer elements than ranks is recursive doubling. */
-    if ((alg == 4 || alg == 5) && count < n) alg = 3;
+    int alg = allreduce_algorithm(n, (uint64_t)count, (uint64_t)size);
     switch (alg) {
     case 2: allreduce_reduce_bcast(t, count, size); return "reduce+bcast (binomial, approx.)";
     case 3: allreduce_recursive_doubling(t, count, size); return "recursive doubling";

@@ -191,21 +191,22 @@ Test(cost, the_padded_count_is_bounded)
 
 /* NCCL's words where the model takes them (hooks/nccl/nccl_fixed.c's rule: int32 words where 4 K'
  * bytes are fewer than 8 K), at the edges the docs give for the typical span: shim/native bytes
- * of 1 MiB, 2 bytes of codes plus the words an element against the type's size. */
+ * of 1 MiB, the codes (2 bytes an element for the 16-bit types, 1 1/8 for binary32 and binary64:
+ * a lo a block of 8) plus the words an element against the type's size. */
 Test(cost, nccls_narrow_words_end_where_the_docs_say)
 {
     static const struct {
         reprod_type type;
         int ranks;
-        double ratio; /* (2 + bytes of words) / size */
+        double ratio; /* (codes + bytes of words) / size */
     } edges[] = {
-        {REPROD_FLOAT64, 256, (2 + 3 * 4) / 8.0}, /* three narrow words */
-        {REPROD_FLOAT64, 512, (2 + 2 * 8) / 8.0}, /* four: as many bytes as two int64 */
-        {REPROD_FLOAT16, 4096, (2 + 4) / 2.0},    /* one narrow word */
-        {REPROD_FLOAT16, 8192, (2 + 8) / 2.0},    /* two: one int64 word's bytes */
-        {REPROD_BFLOAT16, 32768, (2 + 4) / 2.0},  /* one narrow word */
-        {REPROD_BFLOAT16, 65536, (2 + 8) / 2.0},  /* two */
-        {REPROD_FLOAT32, 32, (2 + 8) / 4.0},      /* two narrow words: one int64's bytes */
+        {REPROD_FLOAT64, 256, (1.125 + 3 * 4) / 8.0}, /* three narrow words */
+        {REPROD_FLOAT64, 512, (1.125 + 2 * 8) / 8.0}, /* four: as many bytes as two int64 */
+        {REPROD_FLOAT16, 4096, (2 + 4) / 2.0},        /* one narrow word */
+        {REPROD_FLOAT16, 8192, (2 + 8) / 2.0},        /* two: one int64 word's bytes */
+        {REPROD_BFLOAT16, 32768, (2 + 4) / 2.0},      /* one narrow word */
+        {REPROD_BFLOAT16, 65536, (2 + 8) / 2.0},      /* two */
+        {REPROD_FLOAT32, 32, (1.125 + 8) / 4.0},      /* two narrow words: one int64's bytes */
     };
     struct reprod_cost_machine machine;
     reprod_cost_machine_defaults(&machine);
