@@ -4,7 +4,9 @@
  * device kernels (shim/device/cuda_kernel_fixed.h).
  *
  * Two passes (REPROD_ROUTE_FIXED), per piece:
- *   round 1: each rank's byte codes (2 an element), ncclAllReduce(ncclUint8, ncclMax) in place;
+ *   round 1: each rank's byte codes, packed (PACK: a hi an element, a lo a block of 8 binary32
+ *            or binary64 elements, 1 1/8 bytes an element; of one 16-bit element),
+ *            ncclAllReduce(ncclUint8, ncclMax) in place, and unpacked;
  *            then, on the device, the layout, read back to the host in stream order without
  *            waiting (the rounds go on with other communicators meanwhile): AllReduce and Reduce
  *            lay out each element's own words one after another (the per-element layout:
@@ -273,6 +275,16 @@ static void run_terms_stage(struct nccl_work *w, enum reprod_device_fixed_stage 
     run_stage(w, &st, "the fixed route's split");
 }
 
+/* PACK or UNPACK of the piece's codes: the wire lies in the words' area, which holds it (at
+ * least 8 bytes an element, against 2 at most) and which round 2 only writes after UNPACK. */
+static struct reprod_device_fixed wire_stage(const struct nccl_work *w,
+                                             enum reprod_device_fixed_stage stage, size_t piece)
+{
+    struct reprod_device_fixed s = stage_of(w, stage, piece_total(w, piece));
+    s.out = s.words;
+    return s;
+}
+
 /* PreMulSum: every rank multiplies its own contribution by its own scalar, in its type,
  * rounded to nearest (as nccl_path.c does), into the scaled copy: blocks one after another. */
 static void scale_own_input(struct nccl_work *w, size_t piece)
@@ -364,9 +376,12 @@ ncclResult_t nccl_fixed_communicate(struct nccl_work *w)
     }
     if (w->phase == 0) {
         run_terms_stage(w, REPROD_DEVICE_FIXED_CODES, piece, 0);
-        uint8_t *codes = stage_of(w, REPROD_DEVICE_FIXED_CODES, 0).codes;
-        return nccl_real()->AllReduce(codes, codes, 2 * piece_total(w, piece), ncclUint8, ncclMax,
-                                      w->comm, w->stream);
+        struct reprod_device_fixed pack = wire_stage(w, REPROD_DEVICE_FIXED_PACK, piece);
+        run_stage(w, &pack, "the fixed route's codes");
+        return nccl_real()->AllReduce(
+            pack.out, pack.out,
+            reprod_engine_fixed_packed_bytes(w->arithmetic.type, piece_total(w, piece)), ncclUint8,
+            ncclMax, w->comm, w->stream);
     }
     size_t sub = sub_now(w, piece);
     if (w->per_element) {                 /* the words [sub_offset, + sub) of the piece's */
@@ -439,6 +454,8 @@ void nccl_fixed_advance(struct nccl_work *w)
 {
     size_t piece = piece_now(w);
     if (w->route == REPROD_ROUTE_FIXED && w->phase == 0) {
+        struct reprod_device_fixed unpack = wire_stage(w, REPROD_DEVICE_FIXED_UNPACK, piece);
+        run_stage(w, &unpack, "the fixed route's codes");
         static const enum reprod_device_fixed_stage per_element[] = {
             REPROD_DEVICE_FIXED_LAYOUT, REPROD_DEVICE_FIXED_GROUPS, REPROD_DEVICE_FIXED_TOTAL,
             REPROD_DEVICE_FIXED_OFFSETS};

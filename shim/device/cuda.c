@@ -457,7 +457,7 @@ int reprod_cuda_fixed(reprod_stream stream, int device, const struct reprod_devi
     const struct reprod_cuda_driver *d = reprod_cuda_driver();
     if (d == NULL) return REPROD_CUDA_UNAVAILABLE;
     if (stage == NULL || reprod_type_size(stage->type) == 0 || stage->ranks < 1 ||
-        (unsigned)stage->stage > REPROD_DEVICE_FIXED_OFFSETS ||
+        (unsigned)stage->stage > REPROD_DEVICE_FIXED_UNPACK ||
         (unsigned)stage->rounding > REPROD_ROUND_DOWN ||
         (stage->op != REPROD_SUM && stage->op != REPROD_AVG))
         return REPROD_CUDA_INVALID_VALUE;

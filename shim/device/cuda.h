@@ -143,6 +143,8 @@ enum reprod_device_fixed_stage {
     REPROD_DEVICE_FIXED_GROUPS,     /* blocks' words -> groups' */
     REPROD_DEVICE_FIXED_TOTAL,      /* groups' -> the unit and T (cells), groups' first words */
     REPROD_DEVICE_FIXED_OFFSETS,    /* each block's first word */
+    REPROD_DEVICE_FIXED_PACK,       /* codes -> the wire in `out` (what the MAX reduces) */
+    REPROD_DEVICE_FIXED_UNPACK,     /* the reduced wire in `out` -> the reduced codes */
 };
 
 struct reprod_device_fixed {
@@ -159,7 +161,7 @@ struct reprod_device_fixed {
     size_t terms_stride; /* block b at terms + b * terms_stride elements */
     uint8_t *codes;
     int64_t *words;
-    void *out;
+    void *out;          /* ROUND, FULL_ROUND: the results; PACK, UNPACK: the wire */
     int32_t *max_words; /* REPROD_DEVICE_FIXED_CELLS int32 of device memory */
     /* The per-element layout (AllReduce, Reduce): `layout` is device memory of
      * reprod_device_fixed_layout_bytes(elements); SPLIT and ROUND with it set take the words

@@ -256,12 +256,12 @@ static int fixed_areas(struct fixed_job *job)
     size_t stride = (size_t)(a->stride > 0 ? a->stride : 1);
     const unsigned terms = 1u << AREA_TERMS, codes = 1u << AREA_CODES, words = 1u << AREA_WORDS,
                    out = 1u << AREA_OUT, layout = 1u << AREA_LAYOUT, cells = 1u << AREA_MAX_WORDS;
-    const unsigned reads[] = {terms,          codes | cells, terms | codes,          codes | words,
-                              terms,          words,         codes | cells | layout, layout,
-                              layout | cells, layout | cells};
-    const unsigned writes[] = {codes | cells,  cells,  words,          out,   words, out,
-                               layout | cells, layout, layout | cells, layout};
-    if (size == 0 || a->stage < 0 || a->stage > REPROD_FIXED_OFFSETS) return 0;
+    const unsigned reads[] = {
+        terms,  codes | cells,  terms | codes,  codes | words, terms, words, codes | cells | layout,
+        layout, layout | cells, layout | cells, codes,         out};
+    const unsigned writes[] = {codes | cells,  cells,  words,          out,    words, out,
+                               layout | cells, layout, layout | cells, layout, out,   codes};
+    if (size == 0 || a->stage < 0 || a->stage > REPROD_FIXED_UNPACK) return 0;
     if (stride > SIZE_MAX / 16 / (n + 1)) return 0;
     job->reads = reads[a->stage], job->writes = writes[a->stage];
     int per_element = a->layout != NULL;
@@ -280,7 +280,10 @@ static int fixed_areas(struct fixed_job *job)
     }
     job->bytes[AREA_TERMS] = n * size;
     job->bytes[AREA_CODES] = 2 * n;
-    job->bytes[AREA_OUT] = n * size;
+    const struct engine_format f = engine_format_of((reprod_type)a->type);
+    job->bytes[AREA_OUT] = a->stage == REPROD_FIXED_PACK || a->stage == REPROD_FIXED_UNPACK
+                               ? (size_t)engine_fixed_packed_bytes(&f, n)
+                               : n * size;
     job->bytes[AREA_LAYOUT] = (size_t)reprod_fixed_layout_size(n) * sizeof(uint64_t);
     job->bytes[AREA_MAX_WORDS] = REPROD_FIXED_CELLS * sizeof(int32_t);
     size_t at = 0;

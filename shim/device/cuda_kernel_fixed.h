@@ -4,8 +4,12 @@
  * it against the host engine's arrays (reprod_engine_fixed_*), tests/unit/test_cuda_kernel.c
  * the narrow words against MPFR. One launch runs one stage over `elements` elements:
  *
- *   CODES      terms -> codes (2 bytes an element, reduced by the library's MAX); thread 0
- *              also clears max_words[0 .. 1] for the MAX_WORDS stage that follows the reduction
+ *   CODES      terms -> codes (2 bytes an element); thread 0 also clears max_words[0 .. 1]
+ *              for the MAX_WORDS stage that follows the reduction
+ *   PACK       codes -> the wire in `out` (engine_fixed_pack_block: a hi an element, a lo a
+ *              block of engine_fixed_lo_block; engine_fixed_packed_bytes), reduced by the
+ *              library's MAX; a thread a block
+ *   UNPACK     the reduced wire in `out` -> the reduced codes; a thread a block
  *   MAX_WORDS  reduced codes -> max_words[0] = the most int64 words any element takes (at
  *              least 1), read back by the host to size the sum; with `narrow` set also
  *              max_words[1] = the most narrow words (below) any element takes, or
@@ -61,6 +65,8 @@ enum reprod_fixed_stage {
     REPROD_FIXED_GROUPS,
     REPROD_FIXED_TOTAL,
     REPROD_FIXED_OFFSETS,
+    REPROD_FIXED_PACK,
+    REPROD_FIXED_UNPACK,
 };
 
 /* One launch's parameter, fixed-width fields only (gcc and nvcc lay it out alike). */
@@ -75,7 +81,7 @@ struct reprod_fixed_args {
     const void *terms; /* CODES, SPLIT, FULL_SPLIT: this rank's contribution (term_at) */
     uint8_t *codes;    /* 2 an element */
     int64_t *words;    /* stride an element */
-    void *out;         /* ROUND, FULL_ROUND */
+    void *out;         /* ROUND, FULL_ROUND; PACK, UNPACK: the wire */
     int32_t *max_words;    /* two cells: CODES clears them, MAX_WORDS takes the maxima */
     uint64_t terms_block;  /* 0: the terms are contiguous; else they come in blocks of this */
     uint64_t terms_stride; /* many elements, block b at terms + b * terms_stride elements (a
@@ -156,6 +162,11 @@ ENGINE_FUNCTION uint64_t reprod_fixed_threads(const struct reprod_fixed_args *a)
         return reprod_fixed_groups(a->elements);
     case REPROD_FIXED_TOTAL:
         return 1;
+    case REPROD_FIXED_PACK:
+    case REPROD_FIXED_UNPACK: {
+        const struct engine_format f = engine_format_of((reprod_type)a->type);
+        return engine_fixed_packed_bytes(&f, a->elements) - a->elements; /* its blocks */
+    }
     case REPROD_FIXED_SPLIT:
     case REPROD_FIXED_ROUND:
         return a->layout ? reprod_fixed_blocks(a->elements) : a->elements;
@@ -423,6 +434,20 @@ ENGINE_FUNCTION void reprod_kernel_fixed_layout(const struct reprod_fixed_args *
         case REPROD_FIXED_OFFSETS:
             reprod_fixed_block_offsets(a, u);
             break;
+        case REPROD_FIXED_PACK:
+        case REPROD_FIXED_UNPACK: {
+            uint64_t block = (uint64_t)engine_fixed_lo_block(&f);
+            uint64_t first = u * block, left = a->elements - first;
+            int n = (int)(left < block ? left : block);
+            uint8_t *wire = (uint8_t *)a->out;
+            if (a->stage == REPROD_FIXED_PACK)
+                engine_fixed_pack_block(a->codes + 2 * first, n, (reprod_rounding)a->rounding,
+                                        wire + first, wire + a->elements + u);
+            else
+                engine_fixed_unpack_block(wire + first, wire[a->elements + u], n,
+                                          (reprod_rounding)a->rounding, a->codes + 2 * first);
+            break;
+        }
         default:
             reprod_fixed_block_range(a, &f, u, own);
             break;

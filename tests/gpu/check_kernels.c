@@ -258,6 +258,55 @@ static void fixed_areas_free(handle stream, const struct reprod_device_fixed *st
     CHECK(reprod_cuda_stream_sync(stream, DEVICE));
 }
 
+/* Each simulated rank's codes (CODES; with `host` set, checked against the host engine's for
+ * its terms there), packed on the device (PACK, checked against the host's pack of them), the
+ * MAX of the wire as ncclMax would take it, and that unpacked on the device (UNPACK) into the
+ * stage's codes, checked against the host's unpack: max_codes gets the reduced codes. */
+static void reduced_codes(handle stream, struct reprod_device_fixed *stage, const void *terms,
+                          const unsigned char *host, uint8_t *codes, uint8_t *max_codes)
+{
+    size_t elements = stage->elements, size = reprod_type_size(stage->type);
+    size_t wire_bytes = reprod_engine_fixed_packed_bytes(stage->type, elements);
+    uint8_t *wire = malloc(wire_bytes + 1), *want = malloc(wire_bytes + 2 * elements + 1);
+    uint8_t *max_wire = calloc(wire_bytes + 1, 1);
+    void *device_wire = NULL, *out = stage->out;
+    CHECK(reprod_cuda_scratch_alloc(&device_wire, wire_bytes, stream, DEVICE));
+    for (int k = 0; k < stage->ranks; k++) {
+        stage->stage = REPROD_DEVICE_FIXED_CODES;
+        stage->terms = rank_terms(stage, terms, k);
+        CHECK(reprod_cuda_fixed(stream, DEVICE, stage));
+        fetch(codes, stage->codes, 2 * elements, stream);
+        if (host) {
+            reprod_engine_fixed_codes(stage->type, host + (size_t)k * size * elements, elements,
+                                      want);
+            if (memcmp(codes, want, 2 * elements) != 0)
+                fixed_mismatch("codes", stage->type, stage->op, (int)stage->rounding, stage->ranks);
+        }
+        stage->stage = REPROD_DEVICE_FIXED_PACK, stage->out = device_wire;
+        CHECK(reprod_cuda_fixed(stream, DEVICE, stage));
+        stage->out = out;
+        fetch(wire, device_wire, wire_bytes, stream);
+        reprod_engine_fixed_pack(stage->type, stage->rounding, codes, elements, want);
+        if (memcmp(wire, want, wire_bytes) != 0)
+            fixed_mismatch("packed codes", stage->type, stage->op, (int)stage->rounding,
+                           stage->ranks);
+        for (size_t i = 0; i < wire_bytes; i++)
+            if (wire[i] > max_wire[i]) max_wire[i] = wire[i];
+    }
+    CHECK(reprod_cuda_copy_async(device_wire, max_wire, wire_bytes, stream, DEVICE));
+    stage->stage = REPROD_DEVICE_FIXED_UNPACK, stage->out = device_wire;
+    CHECK(reprod_cuda_fixed(stream, DEVICE, stage));
+    stage->out = out;
+    fetch(codes, stage->codes, 2 * elements, stream);
+    reprod_engine_fixed_unpack(stage->type, stage->rounding, max_wire, elements, max_codes);
+    if (memcmp(codes, max_codes, 2 * elements) != 0)
+        fixed_mismatch("unpacked codes", stage->type, stage->op, (int)stage->rounding,
+                       stage->ranks);
+    reprod_cuda_scratch_free(device_wire, stream, DEVICE);
+    CHECK(reprod_cuda_stream_sync(stream, DEVICE));
+    free(wire), free(want), free(max_wire);
+}
+
 /* The fixed route's stages for N simulated ranks: codes, their MAX, the most words (read back),
  * the words, their SUM, the rounding; then the one-pass layout. Bitwise against the host arrays
  * and the exact sum. */
@@ -267,7 +316,7 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     size_t size = reprod_type_size(type), bytes = size * elements * (size_t)ranks;
     int full = reprod_engine_fixed_full_words(type, ranks);
     unsigned char *host = malloc(bytes), *want = malloc(size * elements), *got = malloc(size * elements);
-    uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1), *want_codes = malloc(2 * elements);
+    uint8_t *codes = malloc(2 * elements), *max_codes = calloc(2 * elements, 1);
     int64_t *words = malloc(8 * elements * (size_t)full), *sums = malloc(8 * elements * (size_t)full);
     size_t *offsets = malloc(sizeof *offsets * (elements + 1));
     fill(type, host, elements, ranks);
@@ -278,17 +327,8 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
     struct reprod_device_fixed stage =
         fixed_areas(stream, type, op, dir, ranks, elements, 8 * elements * (size_t)full, host);
     const void *terms = stage.terms;
-    /* pass 1: each rank's codes, against the host's, reduced with MAX */
-    for (int k = 0; k < ranks; k++) {
-        stage.terms = rank_terms(&stage, terms, k);
-        CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
-        fetch(codes, stage.codes, 2 * elements, stream);
-        reprod_engine_fixed_codes(type, pointers[k], elements, want_codes);
-        if (memcmp(codes, want_codes, 2 * elements) != 0) fixed_mismatch("codes", type, op, dir, ranks);
-        for (size_t i = 0; i < 2 * elements; i++)
-            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
-    }
-    CHECK(reprod_cuda_copy_async(stage.codes, max_codes, 2 * elements, stream, DEVICE));
+    /* pass 1: each rank's codes, against the host's, reduced with MAX on the wire */
+    reduced_codes(stream, &stage, terms, host, codes, max_codes);
     /* the most words an element, read back in stream order */
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
@@ -333,7 +373,7 @@ static void check_fixed_case(handle stream, reprod_type type, reprod_op op, repr
             fixed_mismatch(layout == 0 ? "two passes" : "one pass", type, op, dir, ranks);
     }
     fixed_areas_free(stream, &stage, terms);
-    free(host), free(want), free(got), free(codes), free(max_codes), free(want_codes);
+    free(host), free(want), free(got), free(codes), free(max_codes);
     free(words), free(sums), free(offsets), free(pointers);
 }
 
@@ -369,23 +409,6 @@ static void fill_similar(reprod_type type, void *host, size_t elements, int rank
     }
 }
 
-/* Each simulated rank's codes (the CODES stage), their MAX into max_codes as the library's
- * ncclMax would, and that back in the stage's codes. */
-static void reduced_codes(handle stream, struct reprod_device_fixed *stage, const void *terms,
-                          uint8_t *codes, uint8_t *max_codes)
-{
-    size_t elements = stage->elements;
-    for (int k = 0; k < stage->ranks; k++) {
-        stage->stage = REPROD_DEVICE_FIXED_CODES;
-        stage->terms = rank_terms(stage, terms, k);
-        CHECK(reprod_cuda_fixed(stream, DEVICE, stage));
-        fetch(codes, stage->codes, 2 * elements, stream);
-        for (size_t i = 0; i < 2 * elements; i++)
-            if (codes[i] > max_codes[i]) max_codes[i] = codes[i];
-    }
-    CHECK(reprod_cuda_copy_async(stage->codes, max_codes, 2 * elements, stream, DEVICE));
-}
-
 /* Narrow words: N simulated ranks of similar magnitudes (4 binades, across a bucket boundary of
  * binary64's), in int32 words of W = 31 - ceil(log2 N) bits where they take fewer bytes than
  * int64 ones (`stride` of them: one for the 16-bit types and for binary32 up to 16 ranks, three
@@ -410,7 +433,7 @@ static void check_narrow_case(handle stream, reprod_type type, reprod_op op, rep
     struct reprod_device_fixed stage =
         fixed_areas(stream, type, op, dir, ranks, elements, words_bytes, host);
     const void *terms = stage.terms;
-    reduced_codes(stream, &stage, terms, codes, max_codes);
+    reduced_codes(stream, &stage, terms, NULL, codes, max_codes);
     stage.stage = REPROD_DEVICE_FIXED_MAX_WORDS, stage.narrow = 1;
     CHECK(reprod_cuda_fixed(stream, DEVICE, &stage));
     int32_t cells[REPROD_DEVICE_FIXED_CELLS] = {0};
@@ -475,7 +498,7 @@ static void check_per_element_case(handle stream, reprod_type type, reprod_op op
     CHECK(reprod_cuda_scratch_alloc(&layout, reprod_device_fixed_layout_bytes(elements), stream,
                                     DEVICE));
     const void *terms = stage.terms;
-    reduced_codes(stream, &stage, terms, codes, max_codes);
+    reduced_codes(stream, &stage, terms, NULL, codes, max_codes);
     stage.layout = layout, stage.narrow = 1;
     for (int s = REPROD_DEVICE_FIXED_LAYOUT; s <= REPROD_DEVICE_FIXED_OFFSETS; s++) {
         stage.stage = (enum reprod_device_fixed_stage)s;

@@ -77,13 +77,14 @@ narrow() {
 }
 
 # bfloat16 within 4 binades: one int32 word an element (the narrow words, W = 31 -
-# ceil(log2 N)), so a rank moves 2 bytes of codes and 4 of words an element where native moves
-# 2: 3x native's bytes (int64 words would be 5x).
+# ceil(log2 N)), so a rank moves 2 bytes of codes (a 16-bit type's lo is its element's) and 4 of
+# words an element where native moves 2: 3x native's bytes (int64 words would be 5x).
 narrow bfloat16 count16 524288 3 "one int32 word an element"
 # binary64 within 4 binades: two int64 words an element (60 bits past W = 58) or three narrow
-# ones (26 bits each), 12 bytes instead of 16: 2 + 12 bytes where native moves 8, 1.75x (int64
-# words would be 2.25x).
-narrow float64 count64 131072 1.75 "three int32 words an element"
+# ones (26 bits each), 12 bytes instead of 16: 1 1/8 bytes of codes (a lo a block of 8) + 12
+# where native moves 8, 1.640625x (int64 words would be 2.14x; codes of 2 bytes an element
+# 1.75x).
+narrow float64 count64 131072 1.640625 "three int32 words an element"
 
 # Each element takes its own words (the per-element layout), so a few far-apart elements cost
 # their own words only. apart TYPE SIMILAR FAR ELEMENTS EXTRA WHAT: the bytes of ELEMENTS of
@@ -100,7 +101,7 @@ apart() {
         awk -v n=$BIG -v e="$extra" 'BEGIN { extra = 2 * (n - 1) / n * e }
             $7 - $3 < 0.9 * extra || $7 - $3 > 1.1 * extra || $6 != $2 { print; exit 1 }' >"$out/bad" ||
         fail "np=$BIG $elements elements of $type, $what: rank, similar data's messages bytes peers, with them: $(cat "$out/bad")"
-    ok "np=$BIG $elements elements of $type, $what: every one of them as MPFR rounds it, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/similar.$type") -> $(awk '$1 == 1 {print $3}' "$out/far.$type") (their own words only)"
+    ok "np=$BIG $elements elements of $type, $what: every one of them as MPFR rounds it, rank 1's bytes $(awk '$1 == 1 {print $3}' "$out/similar.$type") -> $(awk '$1 == 1 {print $3}' "$out/far.$type") (the words they add only)"
 }
 # REPROD_SCRATCH_MB=1 cuts 2 MiB of bfloat16 into pieces of 208,768 elements; the odd ranks'
 # elements 2^19 .. 2^19 + 63, in the third piece, are 2^40 smaller than the even ranks': each of
@@ -108,6 +109,7 @@ apart() {
 apart bfloat16 count16 switch16 1048576 $((64 * 4)) "64 far apart in pieces"
 # binary32's similar elements (27 bits) take one int64 word at 32 ranks (two narrow ones would
 # take as many bytes) and one narrow word of 27 bits at 16 (the sanitized run's); every 1,024th
-# element of the odd ranks is 2^60 smaller: 256 of 262,144 take 87 bits, two int64 words (8
-# bytes more) or four narrow ones (12 more).
-apart float32 count32 sparse32 262144 $((256 * (BIG > 16 ? 8 : 12))) "256 far apart"
+# element of the odd ranks is 2^60 smaller: 256 of 262,144 take 87 bits, and so do the 7 others
+# of each one's block of codes (a binary32 lo covers 8 elements): 2,048 elements of two int64
+# words (8 bytes more) or four narrow ones (12 more).
+apart float32 count32 sparse32 262144 $((256 * 8 * (BIG > 16 ? 8 : 12))) "256 far apart, in 256 blocks of codes"

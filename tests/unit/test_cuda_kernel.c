@@ -318,14 +318,25 @@ static void rank_terms(const struct tcase *c, int k, unsigned char *terms)
 static void reduced_codes(const struct tcase *c, struct reprod_fixed_args *a, unsigned char *terms,
                           uint8_t *own, uint8_t *codes, uint64_t threads)
 {
+    /* As the route sends them: each rank's codes packed (PACK), the MAX of the wire, UNPACK. */
+    const struct engine_format f = engine_format_of(c->type);
+    size_t wire_bytes = (size_t)engine_fixed_packed_bytes(&f, c->count);
+    uint8_t *own_wire = malloc(wire_bytes + 1), *wire = calloc(wire_bytes + 1, 1);
+    cr_assert(own_wire && wire);
+    void *out = a->out;
     for (int k = 0; k < c->n; k++) {
         rank_terms(c, k, terms);
         a->codes = own;
         fixed_stage(a, REPROD_FIXED_CODES, threads);
-        for (size_t j = 0; j < 2 * c->count; j++)
-            if (own[j] > codes[j]) codes[j] = own[j];
+        a->out = own_wire;
+        fixed_stage(a, REPROD_FIXED_PACK, threads);
+        for (size_t j = 0; j < wire_bytes; j++)
+            if (own_wire[j] > wire[j]) wire[j] = own_wire[j];
     }
-    a->codes = codes;
+    a->codes = codes, a->out = wire;
+    fixed_stage(a, REPROD_FIXED_UNPACK, threads);
+    a->out = out;
+    free(own_wire), free(wire);
 }
 
 /* Round 2: every rank's `words` words (SPLIT into own_words), summed into `sums` as the library
@@ -442,6 +453,15 @@ static void gen_narrow_past(const struct tfmt *f, struct rng *r, int n, uint64_t
     gen_span(f, r, n, width, terms);
 }
 
+/* Past one int64 word, W + 33 bits: two int64 words, or three narrow ones (fewer bytes); where
+ * the type's range is too narrow for that, at the edge. */
+static void gen_narrow_three(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    int width = narrow_width(n) + 33;
+    if (width - f->p + 3 > tf_max_field(f) - 1) width = narrow_width(n);
+    gen_span(f, r, n, width, terms);
+}
+
 /* Narrow words (int32 words where they take fewer bytes than int64 ones, hooks/nccl/nccl_fixed.c)
  * against MPFR at rank counts from 1 to 16,384, every type, SUM and AVG in every direction: each
  * element correctly rounded, no word sum past int32. A 16-bit type's pieces of similar
@@ -454,8 +474,8 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
     static generator *const mixed[] = {
         gen_similar,  gen_wide,        gen_cancel,      gen_zeros,   gen_ties, gen_subnormal,
         gen_overflow, gen_narrow_edge, gen_narrow_past, gen_specials}; /* the last round only */
-    static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials, gen_wide,
-                                          gen_narrow_past};
+    static generator *const one_kind[] = {gen_similar, gen_narrow_edge, gen_specials,
+                                          gen_wide,    gen_narrow_past, gen_narrow_three};
     const size_t count = 24;
     long several[REPROD_FLOAT64 + 1] = {0}; /* cases in two narrow words or more */
     for (int t = REPROD_FLOAT16; t <= REPROD_FLOAT64; t++)
@@ -471,7 +491,11 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                     generator *gen =
                         g < kinds ? one_kind[g] : mixed[rng_range(&r, 0, g == kinds ? 8 : 9)];
                     special |= g > kinds && gen == gen_specials;
-                    gen(&test_formats[t], &r, n, element);
+                    /* one kind: one element a block of codes, repeated (the block's lo is
+                     * its lowest term's: its elements' words each one's own); mixed kinds share
+                     * a block's lo */
+                    if (g >= kinds || i % ENGINE_FIXED_LO_BLOCK == 0)
+                        gen(&test_formats[t], &r, n, element);
                     for (int k = 0; k < n; k++)
                         c.terms[(size_t)k * count + i] = element[k];
                 }
