@@ -68,12 +68,54 @@ static void store(reprod_type type, void *array, size_t i, double v)
     }
 }
 
-/* One row: the reduced codes of `ranks` contributions of `elements` elements, then the words. */
+/* The words of `elements` elements from their reduced codes: int64 ones (in all, the most, the
+ * elements that take more than one) and narrow ones (in all where every element has them, the
+ * most, the elements that take more than one). */
+struct words {
+    size_t wide, narrow, wide_more, narrow_more;
+    int32_t most[REPROD_FIXED_CELLS]; /* as MAX_WORDS finds them */
+};
+
+static struct words count_words(reprod_type type, int ranks, const uint8_t *reduced,
+                                size_t elements)
+{
+    const struct engine_format f = engine_format_of(type);
+    int word_bits = engine_fixed_word_bits(ranks);
+    struct words w = {0, 0, 0, 0, {0, 0}};
+    for (size_t i = 0; i < elements; i++) {
+        int k = engine_fixed_element(&f, word_bits, reduced[2 * i], reduced[2 * i + 1],
+                                     REPROD_ROUND_NEAREST)
+                    .words;
+        int narrow = reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
+                                               REPROD_ROUND_NEAREST);
+        w.wide += (size_t)k;
+        w.narrow += narrow <= REPROD_FIXED_NARROW_MOST ? (size_t)narrow : 0;
+        w.wide_more += k > 1;
+        w.narrow_more += narrow > 1;
+        if (k > w.most[0]) w.most[0] = k;
+        if (narrow > w.most[1]) w.most[1] = narrow;
+    }
+    return w;
+}
+
+/* NCCL AllReduce's bytes an element: its words in the unit TOTAL's rule picks. */
+static double nccl_word_bytes(const struct words *w, double n)
+{
+    int unit = reprod_fixed_fewer_narrow(1, w->most[1], w->narrow, w->wide);
+    return (unit ? 4.0 * (double)w->narrow : 8.0 * (double)w->wide) / n;
+}
+
+/* One row: `ranks` contributions of `elements` elements, their codes reduced through the wire
+ * (reprod_engine_fixed_pack, as the routes send them) and, for comparison, element by element
+ * (a lo an element); then the words. */
 static void row(reprod_type type, const char *name, int ranks, size_t elements, enum shape s)
 {
     size_t size = reprod_type_size(type);
     void *terms = malloc(elements * size);
-    uint8_t *codes = malloc(2 * elements), *reduced = calloc(2 * elements, 1);
+    size_t wire_bytes = reprod_engine_fixed_packed_bytes(type, elements);
+    uint8_t *codes = malloc(2 * elements), *own = calloc(2 * elements, 1);
+    uint8_t *wire = malloc(wire_bytes), *max_wire = calloc(wire_bytes, 1);
+    uint8_t *reduced = malloc(2 * elements);
     double *mean = malloc(elements * sizeof *mean);
     uint64_t state = 0x5eedull + (uint64_t)ranks * 131 + (uint64_t)s;
     for (size_t i = 0; i < elements; i++)
@@ -83,51 +125,42 @@ static void row(reprod_type type, const char *name, int ranks, size_t elements, 
             store(type, terms, i, value(s, mean, &state, i));
         reprod_engine_fixed_codes(type, terms, elements, codes);
         for (size_t i = 0; i < 2 * elements; i++)
-            if (codes[i] > reduced[i]) reduced[i] = codes[i];
+            if (codes[i] > own[i]) own[i] = codes[i];
+        reprod_engine_fixed_pack(type, REPROD_ROUND_NEAREST, codes, elements, wire);
+        for (size_t i = 0; i < wire_bytes; i++)
+            if (wire[i] > max_wire[i]) max_wire[i] = wire[i];
     }
-    const struct engine_format f = engine_format_of(type);
-    int word_bits = engine_fixed_word_bits(ranks);
-    int32_t most[REPROD_FIXED_CELLS] = {0, 0}; /* as MAX_WORDS finds them */
-    size_t words = 0, more = 0, wide = 0, narrow_words = 0;
-    for (size_t i = 0; i < elements; i++) {
-        int k = engine_fixed_element(&f, word_bits, reduced[2 * i], reduced[2 * i + 1],
-                                     REPROD_ROUND_NEAREST)
-                    .words;
-        int narrow = reprod_fixed_narrow_words(&f, ranks, reduced[2 * i], reduced[2 * i + 1],
-                                               REPROD_ROUND_NEAREST);
-        words += (size_t)k;
-        narrow_words += narrow <= REPROD_FIXED_NARROW_MOST ? (size_t)narrow : 0;
-        more += k > 1;
-        wide += narrow > 1;
-        if (k > most[0]) most[0] = k;
-        if (narrow > most[1]) most[1] = narrow;
-    }
-    int stride, narrow = reprod_fixed_layout(most, 1, &stride);
-    double n = (double)elements, share = (double)(size == 2 ? wide : more) / n;
+    reprod_engine_fixed_unpack(type, REPROD_ROUND_NEAREST, max_wire, elements, reduced);
+    struct words w = count_words(type, ranks, reduced, elements);
+    struct words apart = count_words(type, ranks, own, elements); /* a lo an element */
+    int stride, narrow = reprod_fixed_layout(w.most, 1, &stride);
+    double n = (double)elements, codes_per = (double)wire_bytes / n;
+    double share = (double)(size == 2 ? w.narrow_more : w.wide_more) / n;
     /* A piece of NCCL_PIECE elements holds no such element with probability (1 - share)^P. */
     double clean = share > 0 ? exp(NCCL_PIECE * log1p(-share)) : 1.0;
-    double mpi = (2.0 + 8.0 * (double)words / n) / (double)size;
-    /* AllReduce's unit, by TOTAL's rule (the piece's words in each kind). */
-    int unit = reprod_fixed_fewer_narrow(1, most[1], narrow_words, words);
-    double nccl =
-        (2.0 + (unit ? 4.0 * (double)narrow_words : 8.0 * (double)words) / n) / (double)size;
-    double nccl_stride = (2.0 + (narrow ? 4.0 : 8.0) * stride) / (double)size;
-    printf("%-8s %6d %-13s %9.2e %8.3f %4d %8.2f %8.2f %9.3g %8.2f\n", name, ranks, shape_names[s],
-           share, (double)words / n, most[0], mpi, nccl, clean, nccl_stride);
-    free(terms), free(codes), free(reduced), free(mean);
+    double mpi = (codes_per + 8.0 * (double)w.wide / n) / (double)size;
+    double nccl = (codes_per + nccl_word_bytes(&w, n)) / (double)size;
+    double nccl_apart = (2.0 + nccl_word_bytes(&apart, n)) / (double)size;
+    double nccl_stride = (codes_per + (narrow ? 4.0 : 8.0) * stride) / (double)size;
+    printf("%-8s %6d %-13s %9.2e %8.3f %4d %8.2f %8.2f %9.2f %9.3g %8.2f\n", name, ranks,
+           shape_names[s], share, (double)w.wide / n, w.most[0], mpi, nccl, nccl_apart, clean,
+           nccl_stride);
+    free(terms), free(codes), free(own), free(wire), free(max_wire), free(reduced), free(mean);
 }
 
 int main(void)
 {
-    printf("the fixed route's words for data shapes: share = elements needing more than one word "
-           "(binary32: int64; bfloat16: a narrow int32 word); words = int64 words an element "
-           "(K_e, the MPI route's layout); most = the largest K_e; bytes = shim/native bytes of "
-           "one all-reduce's two passes: MPI (K_e an element), NCCL AllReduce and Reduce (each "
-           "element's own words, int64 or narrow int32 ones, the fewer bytes); P(piece) = "
-           "probability that a piece of 16 Mi elements has no such element; NCCL RS = "
+    printf("the fixed route's words for data shapes, its codes reduced as the routes send them "
+           "(a hi an element; a lo a block of 8 binary32 elements, of 1 bfloat16): share = "
+           "elements needing more than one word (binary32: int64; bfloat16: a narrow int32 "
+           "word); words = int64 words an element (K_e, the MPI route's layout); most = the "
+           "largest K_e; bytes = shim/native bytes of one all-reduce's two passes: MPI (K_e an "
+           "element), NCCL AllReduce and Reduce (each element's own words, int64 or narrow int32 "
+           "ones, the fewer bytes); lo apart = NCCL's with a lo an element (2 bytes of codes); "
+           "P(piece) = probability that a piece of 16 Mi elements has no such element; NCCL RS = "
            "ReduceScatter's bytes for this data (its widest element's words for every element)\n");
-    printf("%-8s %6s %-13s %9s %8s %4s %8s %8s %9s %8s\n", "type", "ranks", "shape", "share",
-           "words", "most", "MPI", "NCCL", "P(piece)", "NCCL RS");
+    printf("%-8s %6s %-13s %9s %8s %4s %8s %8s %9s %9s %8s\n", "type", "ranks", "shape", "share",
+           "words", "most", "MPI", "NCCL", "lo apart", "P(piece)", "NCCL RS");
     static const struct {
         int ranks;
         size_t elements;
