@@ -140,7 +140,10 @@ ENGINE_FUNCTION void engine_fixed_codes(const struct engine_format *f, uint64_t 
  * higher T that only adds bits. The MAX then gives 0 for -0 only, 1 for a +0 and no -0 that
  * counts, and 2 (rounding toward -inf) for a -0 among them: the zero of the sum in the rank's
  * own direction. Ranks that disagree on the direction (a misconfiguration) still exchange the
- * same bytes and words; a rank not rounding toward -inf then reads 2 as +0. */
+ * same bytes and words, and sums of finite terms or of +0s alone come back right; of signed
+ * zeros mixed across such ranks, not always: a rank not rounding toward -inf reads 2 as +0
+ * (all -0 then gives it +0), and a rank rounding toward -inf misses a -0 sent as 0 by a rank
+ * that does not (the old codes, two bytes an element, got both). */
 #define ENGINE_FIXED_LO_BLOCK                8
 #define ENGINE_FIXED_WIRE_NEGATIVE_ZERO_DOWN 2
 

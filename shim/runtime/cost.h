@@ -69,8 +69,8 @@ int reprod_cost_route(const struct reprod_cost_machine *machine,
  * becomes the least larger one whose algorithm is recursive doubling or Rabenseifner proper
  * (every total where the decision changes is a power of two of bytes): at most
  * max(16 KiB / size, 2^floor(log2 N)) elements. And a count whose algorithm is the reduce and
- * broadcast becomes the next region's where that is recursive doubling and at most twice the
- * bytes away. Below 4 ranks, `count`. */
+ * broadcast becomes the first larger region's whose algorithm is recursive doubling, within 4
+ * times its bytes. Below 4 ranks, `count`. */
 uint64_t reprod_cost_openmpi_allreduce_count(int ranks, uint64_t count, int size);
 
 /* K for contributions within a few binades of each other: 1 for the 16- and 32-bit types

@@ -453,6 +453,19 @@ static void gen_narrow_past(const struct tfmt *f, struct rng *r, int n, uint64_t
     gen_span(f, r, n, width, terms);
 }
 
+/* A block-mate of the element at `terms`: each finite nonzero term (field 1 and up) with a new
+ * random significand of the same field; zeros, subnormals, infinities and NaNs kept. The
+ * element's buckets stay its block's, so its words are its own. */
+static void vary_significands(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t magnitude = terms[k] & (tf_sign(f) - 1);
+        int field = (int)(magnitude >> (f->p - 1));
+        if (field >= 1 && field <= tf_max_field(f))
+            terms[k] = (terms[k] & ~tf_frac_mask(f)) | (rng_next(r) & tf_frac_mask(f));
+    }
+}
+
 /* Past one int64 word, W + 33 bits: two int64 words, or three narrow ones (fewer bytes); where
  * the type's range is too narrow for that, at the edge. */
 static void gen_narrow_three(const struct tfmt *f, struct rng *r, int n, uint64_t *terms)
@@ -491,11 +504,13 @@ Test(cuda_kernel, fixed_narrow_words_are_exact_at_every_rank_count, .timeout = 3
                     generator *gen =
                         g < kinds ? one_kind[g] : mixed[rng_range(&r, 0, g == kinds ? 8 : 9)];
                     special |= g > kinds && gen == gen_specials;
-                    /* one kind: one element a block of codes, repeated (the block's lo is
-                     * its lowest term's: its elements' words each one's own); mixed kinds share
-                     * a block's lo */
+                    /* one kind: one element's buckets a block of codes, its block-mates with
+                     * other significands (the block's lo is each one's: their words their
+                     * own); mixed kinds share a block's lo */
                     if (g >= kinds || i % ENGINE_FIXED_LO_BLOCK == 0)
                         gen(&test_formats[t], &r, n, element);
+                    else
+                        vary_significands(&test_formats[t], &r, n, element);
                     for (int k = 0; k < n; k++)
                         c.terms[(size_t)k * count + i] = element[k];
                 }

@@ -1374,40 +1374,50 @@ Test(engine, ordered_element_equals_the_vector_fold_bitwise)
         }
 }
 
-/* The fixed-point route's host arrays (engine_fixed.c) at every kernel level: an element whose
- * finite terms cancel exactly (x, -x and zeros of either sign) sums to -0 rounding down and to
- * +0 in every other direction (docs/design.md, Guarantees; IEEE 754's rule for an exact zero
- * sum), in the blocks of one word and in the tail after them. */
+/* The fixed-point route's host arrays (engine_fixed.c) at every kernel level, the codes reduced
+ * through the wire (reprod_engine_fixed_pack): an element whose finite terms cancel exactly (x,
+ * -x and zeros of either sign) sums to -0 rounding down and to +0 in every other direction
+ * (docs/design.md, Guarantees; IEEE 754's rule for an exact zero sum), in the blocks of one
+ * word and in the tail after them; and so does an element of zeros of both signs (in the tail,
+ * beside finite ones in its block of codes). */
 Test(engine, fixed_route_rounds_exact_zero_sums_by_direction_at_every_kernel_level)
 {
-    enum { COUNT = 3 * 64 + 5, N = 4 };
+    enum { COUNT = 3 * 64 + 5, N = 4, TAIL = 3 * 64 };
     float terms[N][COUNT];
+    size_t zeros = 0;
     for (size_t i = 0; i < COUNT; i++) {
         terms[0][i] = ldexpf(1.0f + (float)i / 256.0f, (int)(i % 5) - 2);
         terms[1][i] = -terms[0][i];
         terms[2][i] = (i & 1) ? -0.0f : 0.0f;
         terms[3][i] = 0.0f;
+        if (i >= TAIL && i % 2) { /* zeros only: -0, -0, -0, +0 */
+            terms[0][i] = terms[1][i] = terms[2][i] = -0.0f;
+            zeros++;
+        }
     }
     for (int level = ENGINE_KERNELS_GENERIC; level <= ENGINE_KERNELS_AVX512; level++) {
         if (engine_limit_kernels((enum engine_kernel_level)level) != 0) continue;
         for (int d = 0; d < 4; d++) {
             reprod_rounding dir = (reprod_rounding)d;
-            uint8_t codes[2 * COUNT], mine[2 * COUNT];
-            memset(codes, 0, sizeof codes);
+            uint8_t codes[2 * COUNT], mine[2 * COUNT], wire[2 * COUNT], reduced[2 * COUNT];
+            size_t wire_bytes = reprod_engine_fixed_packed_bytes(REPROD_FLOAT32, COUNT);
+            memset(reduced, 0, sizeof reduced);
             for (int k = 0; k < N; k++) {
                 reprod_engine_fixed_codes(REPROD_FLOAT32, terms[k], COUNT, mine);
-                for (size_t b = 0; b < sizeof codes; b++)
-                    codes[b] = mine[b] > codes[b] ? mine[b] : codes[b];
+                reprod_engine_fixed_pack(REPROD_FLOAT32, dir, mine, COUNT, wire);
+                for (size_t b = 0; b < wire_bytes; b++)
+                    reduced[b] = wire[b] > reduced[b] ? wire[b] : reduced[b];
             }
+            reprod_engine_fixed_unpack(REPROD_FLOAT32, dir, reduced, COUNT, codes);
             size_t offsets[COUNT + 1];
             size_t words =
                 reprod_engine_fixed_layout(REPROD_FLOAT32, N, dir, codes, COUNT, offsets);
-            cr_assert_eq(words, COUNT, "one word an element (level %d)", level);
+            cr_assert_eq(words, COUNT - zeros, "one word a finite element (level %d)", level);
             int64_t sums[COUNT] = {0}, part[COUNT];
             for (int k = 0; k < N; k++) {
                 reprod_engine_fixed_split(REPROD_FLOAT32, N, dir, terms[k], codes, COUNT, offsets,
                                           part);
-                for (size_t w = 0; w < COUNT; w++)
+                for (size_t w = 0; w < words; w++)
                     sums[w] += part[w];
             }
             float out[COUNT];
