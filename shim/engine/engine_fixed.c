@@ -105,7 +105,8 @@ FIXED_INLINE void codes_body(reprod_type type, const void *terms, size_t count, 
         engine_fixed_codes(&f, load_bits(type, terms, i), &codes[2 * i], &codes[2 * i + 1]);
 }
 
-void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes){
+void reprod_engine_fixed_codes(reprod_type type, const void *terms, size_t count, uint8_t *codes)
+{
 #define CODES(t) codes_body(t, terms, count, codes)
     FOR_EACH_TYPE(type, CODES)
 #undef CODES
