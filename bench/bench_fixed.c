@@ -1,8 +1,9 @@
 /* bench_fixed.c: what the fixed-point route costs an element on the host (issue 19), stage by
  * stage, against the library's own local sum of the same elements.
  *
- * The MPI route runs on host buffers: each rank computes its codes (pass 1), the layout, its
- * words (pass 2) and, after the library's int64 sum, the rounding, for every element of the
+ * The MPI route runs on host buffers: each rank computes its codes (pass 1), packs them for the
+ * library's MAX and unpacks the reduced ones ("wire": both, reprod_engine_fixed_pack), the layout,
+ * its words (pass 2) and, after the library's int64 sum, the rounding, for every element of the
  * call. Natively the library's reduction op adds two vectors (Open MPI's ompi_op_sum: one load,
  * one add, one store an element), about once an element over a Rabenseifner all-reduce. So the
  * ratio below is the shim's local work over the library's, per element, where the network's
@@ -25,13 +26,14 @@
 #define RANKS         1024
 #define SEED          0x5eedull
 
-enum stage { CODES, LAYOUT, SPLIT, ROUND, NATIVE, STAGES };
-static const char *const stage_names[STAGES] = {"codes", "layout", "split", "round", "native sum"};
+enum stage { CODES, WIRE, LAYOUT, SPLIT, ROUND, NATIVE, STAGES };
+static const char *const stage_names[STAGES] = {"codes", "wire",  "layout",
+                                                "split", "round", "native sum"};
 
 struct arrays {
     reprod_type type;
     void *terms, *other, *result;
-    uint8_t *codes;
+    uint8_t *codes, *wire;
     size_t *offsets;
     int64_t *words;
 };
@@ -56,6 +58,10 @@ static void run_stage(struct arrays *a, enum stage s)
     switch (s) {
     case CODES:
         reprod_engine_fixed_codes(a->type, a->terms, ELEMENTS, a->codes);
+        break;
+    case WIRE: /* this rank's packed codes stand for the reduced ones: the same work */
+        reprod_engine_fixed_pack(a->type, REPROD_ROUND_NEAREST, a->codes, ELEMENTS, a->wire);
+        reprod_engine_fixed_unpack(a->type, REPROD_ROUND_NEAREST, a->wire, ELEMENTS, a->codes);
         break;
     case LAYOUT:
         reprod_engine_fixed_layout(a->type, RANKS, REPROD_ROUND_NEAREST, a->codes, ELEMENTS,
@@ -96,6 +102,7 @@ static void bench_type(reprod_type type, const char *name)
                        malloc(ELEMENTS * size),
                        malloc(ELEMENTS * size),
                        malloc(2 * ELEMENTS),
+                       malloc(2 * ELEMENTS),
                        malloc((ELEMENTS + 1) * sizeof(size_t)),
                        NULL};
     uint64_t state = SEED;
@@ -129,7 +136,8 @@ static void bench_type(reprod_type type, const char *name)
         printf(" = %.2f ns; native sum %.2f ns; ratio %.1f\n", total, m[NATIVE], total / m[NATIVE]);
     }
     engine_limit_kernels(ENGINE_KERNELS_AUTO);
-    free(a.terms), free(a.other), free(a.result), free(a.codes), free(a.offsets), free(a.words);
+    free(a.terms), free(a.other), free(a.result), free(a.codes), free(a.wire), free(a.offsets);
+    free(a.words);
 }
 
 int main(void)

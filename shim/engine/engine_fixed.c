@@ -118,13 +118,76 @@ size_t reprod_engine_fixed_packed_bytes(reprod_type type, size_t count)
     return (size_t)engine_fixed_packed_bytes(&f, count);
 }
 
+/* The wire on the host, blocks of 8 at a time in SSE2 (x86-64's baseline): the bits of
+ * engine_fixed_pack_block and engine_fixed_unpack_block (the tests compare them with the
+ * kernel's), which cost 0.7 and 0.6 ns an element called block by block, against the MPI
+ * route's whole conversion of about 1.5 ns. Each 16-bit lane holds one element: its hi in the
+ * low byte, its lo in the high one, as the codes lie in memory. */
+#if ENGINE_FIXED_VECTORS
+#include <emmintrin.h>
+
+_Static_assert(ENGINE_FIXED_LO_BLOCK == 8, "pack_eights takes blocks of 8");
+
+static void pack_eights(const uint8_t *codes, size_t blocks, unsigned down, uint8_t *hi,
+                        uint8_t *lo)
+{
+    const __m128i low_byte = _mm_set1_epi16(0xff), one = _mm_set1_epi16(1);
+    const __m128i first = _mm_set1_epi16(ENGINE_FIXED_FIRST_BUCKET);
+    const __m128i special = _mm_set1_epi16(ENGINE_FIXED_HI_SPECIAL);
+    const __m128i down_two = _mm_set1_epi16(down ? ENGINE_FIXED_WIRE_NEGATIVE_ZERO_DOWN : 0);
+    for (size_t b = 0; b < blocks; b++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(codes + 16 * b));
+        __m128i h = _mm_and_si128(v, low_byte), l = _mm_srli_epi16(v, 8);
+        __m128i finite = _mm_andnot_si128(_mm_cmpeq_epi16(h, special), _mm_cmpgt_epi16(h, one));
+        __m128i m = _mm_and_si128(l, finite); /* a lo of a finite term, else 0 */
+        m = _mm_max_epi16(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+        m = _mm_max_epi16(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+        m = _mm_max_epi16(m, _mm_srli_epi32(m, 16));
+        lo[b] = (uint8_t)_mm_cvtsi128_si32(m);
+        /* h + (h == first) + 2 (h == -0s, rounding down): cmpeq is -1 where it holds */
+        h = _mm_sub_epi16(h, _mm_cmpeq_epi16(h, first));
+        h = _mm_add_epi16(h, _mm_and_si128(_mm_cmpeq_epi16(h, _mm_setzero_si128()), down_two));
+        _mm_storel_epi64((__m128i *)(void *)(hi + 8 * b), _mm_packus_epi16(h, h));
+    }
+}
+
+static void unpack_eights(const uint8_t *hi, const uint8_t *lo, size_t blocks, unsigned down,
+                          uint8_t *codes)
+{
+    const __m128i one = _mm_set1_epi16(1), three = _mm_set1_epi16(3);
+    const __m128i special = _mm_set1_epi16(ENGINE_FIXED_HI_SPECIAL);
+    const __m128i two = _mm_set1_epi16(ENGINE_FIXED_WIRE_NEGATIVE_ZERO_DOWN);
+    const __m128i down_mask = down ? _mm_set1_epi16(-1) : _mm_setzero_si128();
+    for (size_t b = 0; b < blocks; b++) {
+        __m128i h = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(hi + 8 * b)),
+                                      _mm_setzero_si128());
+        __m128i zeros = _mm_cmplt_epi16(h, three);
+        __m128i negative = _mm_or_si128(_mm_cmpeq_epi16(h, _mm_setzero_si128()),
+                                        _mm_and_si128(_mm_cmpeq_epi16(h, two), down_mask));
+        __m128i zero_hi = _mm_andnot_si128(negative, one); /* -0: 0, +0: 1 */
+        __m128i other_lo = _mm_andnot_si128(_mm_cmpeq_epi16(h, special), _mm_set1_epi16(lo[b]));
+        __m128i out_hi = _mm_or_si128(_mm_and_si128(zeros, zero_hi), _mm_andnot_si128(zeros, h));
+        __m128i out_lo = _mm_or_si128(_mm_and_si128(zeros, _mm_and_si128(negative, one)),
+                                      _mm_andnot_si128(zeros, other_lo));
+        _mm_storeu_si128((__m128i *)(void *)(codes + 16 * b),
+                         _mm_or_si128(out_hi, _mm_slli_epi16(out_lo, 8)));
+    }
+}
+#endif
+
 void reprod_engine_fixed_pack(reprod_type type, reprod_rounding dir, const uint8_t *codes,
                               size_t count, uint8_t *packed)
 {
     struct engine_format f = engine_format_of(type);
-    size_t block = (size_t)engine_fixed_lo_block(&f);
+    size_t block = (size_t)engine_fixed_lo_block(&f), i = 0;
     uint8_t *lo = packed + count;
-    for (size_t i = 0; i < count; i += block) {
+#if ENGINE_FIXED_VECTORS
+    if (block == ENGINE_FIXED_LO_BLOCK) {
+        pack_eights(codes, count / 8, dir == REPROD_ROUND_DOWN, packed, lo);
+        i = count / 8 * 8;
+    }
+#endif
+    for (; i < count; i += block) {
         int n = (int)(count - i < block ? count - i : block);
         engine_fixed_pack_block(codes + 2 * i, n, dir, packed + i, &lo[i / block]);
     }
@@ -134,9 +197,15 @@ void reprod_engine_fixed_unpack(reprod_type type, reprod_rounding dir, const uin
                                 size_t count, uint8_t *codes)
 {
     struct engine_format f = engine_format_of(type);
-    size_t block = (size_t)engine_fixed_lo_block(&f);
+    size_t block = (size_t)engine_fixed_lo_block(&f), i = 0;
     const uint8_t *lo = packed + count;
-    for (size_t i = 0; i < count; i += block) {
+#if ENGINE_FIXED_VECTORS
+    if (block == ENGINE_FIXED_LO_BLOCK) {
+        unpack_eights(packed, lo, count / 8, dir == REPROD_ROUND_DOWN, codes);
+        i = count / 8 * 8;
+    }
+#endif
+    for (; i < count; i += block) {
         int n = (int)(count - i < block ? count - i : block);
         engine_fixed_unpack_block(packed + i, lo[i / block], n, dir, codes + 2 * i);
     }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "engine_cases.h"
+#include "engine/engine_fixed.h" /* the wire's element functions, as the kernels run them */
 #include "engine/engine_ordered.h"
 
 #include <fenv.h>
@@ -1433,4 +1434,45 @@ Test(engine, fixed_route_rounds_exact_zero_sums_by_direction_at_every_kernel_lev
         }
     }
     engine_limit_kernels(ENGINE_KERNELS_AUTO);
+}
+
+/* The host's wire (reprod_engine_fixed_pack and _unpack: SSE2 blocks on x86-64) against the
+ * element functions the kernels run (engine_fixed_pack_block, engine_fixed_unpack_block), byte
+ * for byte, on codes and wires of any bytes (not only those terms give), every direction, every
+ * count from 0 to 80 (whole blocks and tails), binary32's blocks of 8 and bfloat16's of 1. */
+Test(engine, fixed_wire_on_the_host_matches_the_element_functions)
+{
+    static const reprod_type types[] = {REPROD_FLOAT32, REPROD_BFLOAT16};
+    static const uint8_t likely[] = {0, 1, 2, 3, 4, 253, 254, 255};
+    struct rng r = {20261205};
+    uint8_t codes[160], got[180], want[180];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        struct engine_format f = engine_format_of(types[t]);
+        size_t block = (size_t)engine_fixed_lo_block(&f);
+        for (int d = 0; d < 4; d++)
+            for (size_t count = 0; count <= 80; count++)
+                for (int trial = 0; trial < 40; trial++) {
+                    for (size_t b = 0; b < sizeof codes; b++)
+                        codes[b] = rng_range(&r, 0, 1) ? likely[rng_range(&r, 0, 7)]
+                                                       : (uint8_t)rng_next(&r);
+                    size_t bytes = reprod_engine_fixed_packed_bytes(types[t], count);
+                    memset(got, 0xa5, sizeof got), memset(want, 0xa5, sizeof want);
+                    reprod_engine_fixed_pack(types[t], (reprod_rounding)d, codes, count, got);
+                    for (size_t i = 0; i < count; i += block)
+                        engine_fixed_pack_block(
+                            codes + 2 * i, (int)(count - i < block ? count - i : block),
+                            (reprod_rounding)d, want + i, want + count + i / block);
+                    cr_assert(memcmp(got, want, sizeof got) == 0,
+                              "pack: type %d direction %d count %zu", types[t], d, count);
+                    /* the codes as a wire of `bytes` bytes, unpacked */
+                    memset(got, 0xa5, sizeof got), memset(want, 0xa5, sizeof want);
+                    reprod_engine_fixed_unpack(types[t], (reprod_rounding)d, codes, count, got);
+                    for (size_t i = 0; i < count; i += block)
+                        engine_fixed_unpack_block(codes + i, codes[count + i / block],
+                                                  (int)(count - i < block ? count - i : block),
+                                                  (reprod_rounding)d, want + 2 * i);
+                    cr_assert(memcmp(got, want, sizeof got) == 0 && bytes <= sizeof codes,
+                              "unpack: type %d direction %d count %zu", types[t], d, count);
+                }
+    }
 }
